@@ -1,0 +1,243 @@
+"""Owns the connection: the embedded seekdb child process, the async engine, the detected dialect.
+
+A :class:`Database` is shared by the session and memory services.  It starts
+lazily (first use), so constructing a service never connects, and it disposes
+only what it created: an engine passed in by the user is left open.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote_plus
+
+import aiomysql
+from sqlalchemy import event, text
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+from .config import Config
+from .dialects import EngineDialect, dialect_for
+from .errors import ConfigurationError, ConnectionFailedError
+
+__all__ = ["Database", "EmbeddedSeekdb"]
+
+logger = logging.getLogger(__name__)
+
+
+class EmbeddedSeekdb:
+    """One seekdb child process per data directory, shared inside this process.
+
+    ``pylibseekdb.open`` starts seekdb on a private Unix socket (about 1.5 s
+    measured here).  Two services on the same directory must share the
+    instance: a second ``open`` of the same directory would fight over its
+    files.  Reference counted; the last ``release`` closes the process.
+    """
+
+    _lock = threading.Lock()
+    _instances: dict[Path, tuple[Any, int]] = {}
+
+    @classmethod
+    async def acquire(cls, db_dir: Path) -> dict[str, Any]:
+        """Starts (or reuses) seekdb for ``db_dir``; returns pymysql-style connection options."""
+        db_dir = db_dir.resolve()
+        with cls._lock:
+            entry = cls._instances.get(db_dir)
+            if entry is not None:
+                cls._instances[db_dir] = (entry[0], entry[1] + 1)
+                return dict(entry[0].connection_options())
+        try:
+            import pylibseekdb
+        except ImportError as exc:  # pragma: no cover - dependency is mandatory
+            raise ConnectionFailedError("embedded mode needs the 'pylibseekdb' package") from exc
+        db_dir.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            inst = await asyncio.to_thread(pylibseekdb.open, str(db_dir))
+        except Exception as exc:
+            raise ConnectionFailedError(f"could not start embedded seekdb in {db_dir}: {exc}") from exc
+        with cls._lock:
+            entry = cls._instances.get(db_dir)
+            if entry is not None:  # lost a race: another task opened it meanwhile
+                cls._instances[db_dir] = (entry[0], entry[1] + 1)
+                inst.close()
+                return dict(entry[0].connection_options())
+            cls._instances[db_dir] = (inst, 1)
+        logger.info("started embedded seekdb in %s", db_dir)
+        return dict(inst.connection_options())
+
+    @classmethod
+    async def release(cls, db_dir: Path) -> None:
+        """Drops one reference; closes the seekdb process when it was the last."""
+        db_dir = db_dir.resolve()
+        with cls._lock:
+            entry = cls._instances.get(db_dir)
+            if entry is None:
+                return
+            inst, refs = entry
+            if refs > 1:
+                cls._instances[db_dir] = (inst, refs - 1)
+                return
+            del cls._instances[db_dir]
+        await asyncio.to_thread(inst.close)
+        logger.info("stopped embedded seekdb in %s", db_dir)
+
+
+class Database:
+    """The engine, the dialect and (for embedded mode) the seekdb process behind them.
+
+    Args:
+        config: where to connect; ignored for connecting when ``engine`` is given.
+        engine: a ready ``AsyncEngine`` (aiomysql) owned by the caller.
+    """
+
+    def __init__(self, config: Config | None = None, *, engine: AsyncEngine | None = None):
+        self.config = config or Config.from_env()
+        self._engine = engine
+        self._owns_engine = engine is None
+        self._dialect: EngineDialect | None = None
+        self._started = False
+        self._start_lock = asyncio.Lock()
+        self._seekdb_dir: Path | None = None
+
+    @property
+    def engine(self) -> AsyncEngine:
+        """The async engine; only valid after :meth:`start`."""
+        if self._engine is None or not self._started:
+            raise ConnectionFailedError("Database.start() has not been awaited")
+        return self._engine
+
+    @property
+    def dialect(self) -> EngineDialect:
+        """The engine-specific behaviour (vectors, full-text); only valid after :meth:`start`."""
+        if self._dialect is None:
+            raise ConnectionFailedError("Database.start() has not been awaited")
+        return self._dialect
+
+    @property
+    def started(self) -> bool:
+        return self._started
+
+    async def start(self) -> "Database":
+        """Starts seekdb if embedded, creates the database if missing, builds the engine. Idempotent."""
+        if self._started:
+            return self
+        async with self._start_lock:
+            if self._started:
+                return self
+            if self._engine is None:
+                self._engine = await self._create_engine()
+            try:
+                async with self._engine.connect() as conn:
+                    version = (await conn.execute(text("SELECT VERSION()"))).scalar_one()
+            except Exception as exc:
+                await self._abort_start()
+                raise ConnectionFailedError(
+                    f"cannot connect to {self.config.redacted_url()}: {type(exc).__name__}"
+                ) from exc
+            self._dialect = dialect_for(str(version))
+            self._install_session_settings()
+            # Connections opened before the listener existed (the version probe)
+            # are dropped so every pooled connection carries the same settings.
+            await self._engine.dispose(close=True)
+            self._started = True
+            logger.debug("connected to %s (%s)", self.config.redacted_url(), version)
+        return self
+
+    async def _abort_start(self) -> None:
+        if self._owns_engine and self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+        if self._seekdb_dir is not None:
+            await EmbeddedSeekdb.release(self._seekdb_dir)
+            self._seekdb_dir = None
+
+    async def _create_engine(self) -> AsyncEngine:
+        cfg = self.config
+        connect: dict[str, Any]
+        if cfg.flavor == "seekdb":
+            if cfg.db_dir is None:
+                raise ConfigurationError("seekdb flavor needs db_dir")
+            opts = await EmbeddedSeekdb.acquire(cfg.db_dir)
+            self._seekdb_dir = cfg.db_dir
+            connect = {"unix_socket": opts["unix_socket"], "user": opts.get("user", "root")}
+        else:
+            connect = {"host": cfg.host, "port": cfg.port, "user": cfg.user, "password": cfg.password or ""}
+        try:
+            await _ensure_database(connect, cfg.database)
+        except Exception as exc:
+            await self._abort_start()
+            raise ConnectionFailedError(
+                f"cannot connect to {cfg.redacted_url()}: {type(exc).__name__}: {_safe_reason(exc)}"
+            ) from exc
+        if "unix_socket" in connect:
+            url = f"mysql+aiomysql://{quote_plus(connect['user'])}@/{cfg.database}"
+            query = {"unix_socket": connect["unix_socket"], "charset": "utf8mb4", **cfg.query}
+        else:
+            auth = quote_plus(cfg.user)
+            if cfg.password:
+                auth += ":" + quote_plus(cfg.password)
+            url = f"mysql+aiomysql://{auth}@{cfg.host}:{cfg.port}/{cfg.database}"
+            query = {"charset": "utf8mb4", **cfg.query}
+        url += "?" + "&".join(f"{k}={quote_plus(str(v))}" for k, v in query.items())
+        return create_async_engine(
+            url,
+            pool_size=cfg.pool_size,
+            max_overflow=cfg.max_overflow,
+            pool_recycle=cfg.pool_recycle,
+            pool_timeout=cfg.pool_timeout,
+            pool_pre_ping=False,
+            connect_args={"init_command": "SET time_zone = '+00:00'", "autocommit": False},
+        )
+
+    def _install_session_settings(self) -> None:
+        """Runs the dialect's per-connection settings on every new pooled connection."""
+        statements = self.dialect.init_statements(self.config.query_timeout_s)
+        engine = self._engine
+        assert engine is not None
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:  # pragma: no cover - driver callback
+            cur = dbapi_conn.cursor()
+            try:
+                for stmt in statements:
+                    cur.execute(stmt)
+            finally:
+                cur.close()
+
+    async def close(self) -> None:
+        """Disposes the engine if we created it and stops embedded seekdb if we started it."""
+        if self._owns_engine and self._engine is not None:
+            await self._engine.dispose()
+            self._engine = None
+        if self._seekdb_dir is not None:
+            await EmbeddedSeekdb.release(self._seekdb_dir)
+            self._seekdb_dir = None
+        self._started = False
+
+    async def __aenter__(self) -> "Database":
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def _safe_reason(exc: BaseException) -> str:
+    """A driver error's message without echoing the password (drivers never include it, but be sure)."""
+    args = getattr(exc, "args", ())
+    return str(args[1]) if len(args) > 1 else type(exc).__name__
+
+
+async def _ensure_database(connect: dict[str, Any], database: str) -> None:
+    """Creates ``database`` when it is missing; tolerates lacking the privilege if it exists."""
+    if not database.replace("_", "").isalnum():
+        raise ConfigurationError(f"database name must be alphanumeric/underscore, got {database!r}")
+    conn = await aiomysql.connect(**connect, charset="utf8mb4", autocommit=True)
+    try:
+        async with conn.cursor() as cur:
+            await cur.execute("SHOW DATABASES LIKE %s", (database,))
+            if await cur.fetchone() is None:
+                await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
+    finally:
+        conn.close()

@@ -1,0 +1,180 @@
+"""SQLAlchemy Core tables: the one source of truth for our DDL (Alembic revisions mirror it).
+
+Design notes, each measured or forced by the engines:
+
+* Every key starts with ``app_name, user_id`` so each query is a prefix seek
+  and no tenant can read another's rows by accident.
+* Timestamps are written from the client (the event's own ``timestamp``):
+  seekdb's ``NOW(6)`` advances in ~10 ms steps and can step backwards.
+  ``DATETIME(6)`` columns (UTC, naive) are for people and SQL analysts; the
+  exact float epochs ADK compares live in ``DOUBLE`` columns.
+* JSON payloads are stored as ``LONGTEXT`` holding JSON, not the ``JSON``
+  type: the text is byte-exact on every engine (MariaDB's JSON is text anyway,
+  OceanBase's binary JSON would re-serialise floats and key order), and
+  ``JSON_EXTRACT`` still works on it for analysts.
+* Collation is ``utf8mb4_bin`` on keys: seekdb knows only ``utf8mb4_general_ci``
+  and ``utf8mb4_bin``, and ids must compare case-sensitively like ADK's dicts.
+* State is one row per key (``session_state``), so a delta is one multi-row
+  upsert with ``dict.update`` semantics and no read-modify-write: two sessions
+  writing different ``user:`` keys at once both survive.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    Double,
+    Float,
+    Index,
+    Integer,
+    MetaData,
+    PrimaryKeyConstraint,
+    SmallInteger,
+    String,
+    Table,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
+from sqlalchemy.types import UserDefinedType
+
+__all__ = [
+    "ID_LEN",
+    "STATE_KEY_LEN",
+    "VERSION_TABLE",
+    "Vector",
+    "agent_memories",
+    "agent_sessions",
+    "metadata",
+    "session_events",
+    "session_state",
+]
+
+ID_LEN = 128
+STATE_KEY_LEN = 255
+VERSION_TABLE = "adk_oceanbase_version"
+DEFAULT_EMBEDDING_DIM = 384
+
+_KEY = {"collation": "utf8mb4_bin"}
+_TABLE_OPTS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+
+metadata = MetaData()
+
+
+class Vector(UserDefinedType):
+    """``VECTOR(dim)`` on OceanBase/seekdb.
+
+    Values are bound already encoded by the dialect seam (``'[0.1,0.2,...]'``
+    text on OceanBase, little-endian float32 bytes on MySQL), so this type does
+    no conversion of its own; MySQL's DDL swaps it for ``LONGBLOB``.
+    """
+
+    cache_ok = True
+
+    def __init__(self, dim: int = DEFAULT_EMBEDDING_DIM):
+        self.dim = dim
+
+    def get_col_spec(self, **kw: object) -> str:
+        return f"VECTOR({self.dim})"
+
+
+def _ts() -> DATETIME:
+    return DATETIME(fsp=6)
+
+
+agent_sessions = Table(
+    "agent_sessions",
+    metadata,
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=False),
+    # Sequence number of the newest stored event; doubles as the revision
+    # marker for stale-writer detection (compare-and-set in append_event).
+    Column("last_seq", BigInteger, nullable=False, server_default="0"),
+    Column("event_count", BigInteger, nullable=False, server_default="0"),
+    Column("total_tokens", BigInteger, nullable=False, server_default="0"),
+    # Exact float epoch ADK hands back as Session.last_update_time.
+    Column("last_update_time", Double, nullable=False),
+    Column("created_at", _ts(), nullable=False),
+    Column("updated_at", _ts(), nullable=False),
+    PrimaryKeyConstraint("app_name", "user_id", "session_id", name="pk_agent_sessions"),
+    Index("ix_sessions_user_recent", "app_name", "user_id", "last_update_time", "session_id"),
+    Index("ix_sessions_app_recent", "app_name", "last_update_time", "user_id", "session_id"),
+    **_TABLE_OPTS,
+)
+
+session_events = Table(
+    "session_events",
+    metadata,
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("invocation_id", String(256, **_KEY), nullable=True),
+    Column("author", String(256), nullable=True),
+    Column("branch", String(512), nullable=True),
+    # message | function_call | function_response | compaction | state | error | other
+    Column("event_type", String(32), nullable=False),
+    Column("ts", Double, nullable=False),
+    Column("event_time", _ts(), nullable=False),
+    Column("token_count", Integer, nullable=False, server_default="0"),
+    Column("is_final", SmallInteger, nullable=False, server_default="0"),
+    # seq of the compaction event whose summary covers this event; NULL while live.
+    Column("compacted_by", BigInteger, nullable=True),
+    Column("event_json", LONGTEXT, nullable=False),
+    PrimaryKeyConstraint("app_name", "user_id", "session_id", "seq", name="pk_session_events"),
+    UniqueConstraint("app_name", "user_id", "session_id", "event_id", name="uq_session_events_event_id"),
+    Index("ix_events_session_ts", "app_name", "user_id", "session_id", "ts"),
+    **_TABLE_OPTS,
+)
+
+session_state = Table(
+    "session_state",
+    metadata,
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    # 'app' rows have user_id = session_id = ''; 'user' rows have session_id = ''.
+    Column("scope", String(8, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("state_key", String(STATE_KEY_LEN, **_KEY), nullable=False),
+    Column("value_json", LONGTEXT, nullable=False),
+    Column("updated_at", _ts(), nullable=False),
+    PrimaryKeyConstraint("app_name", "scope", "user_id", "session_id", "state_key", name="pk_session_state"),
+    **_TABLE_OPTS,
+)
+
+agent_memories = Table(
+    "agent_memories",
+    metadata,
+    Column("memory_id", String(64, **_KEY), nullable=False),
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("content", LONGTEXT, nullable=False),
+    # sha256 of the normalised content: exact-duplicate merges.
+    Column("content_hash", String(64, **_KEY), nullable=False),
+    Column("author", String(256), nullable=True),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=True),
+    Column("event_ids", LONGTEXT, nullable=True),  # JSON list: provenance
+    Column("topics", LONGTEXT, nullable=True),  # JSON list of strings
+    Column("custom_metadata", LONGTEXT, nullable=True),  # JSON object
+    Column("importance_score", Float, nullable=False, server_default="0.5"),
+    Column("access_count", Integer, nullable=False, server_default="0"),
+    Column("last_accessed_at", _ts(), nullable=True),
+    # When the remembered thing happened (the source event's time), UTC.
+    Column("created_at", _ts(), nullable=False),
+    Column("updated_at", _ts(), nullable=False),
+    Column("embedding", Vector(DEFAULT_EMBEDDING_DIM), nullable=True),
+    Column("embedding_model", String(128), nullable=True),
+    Column("embedding_dim", Integer, nullable=True),
+    # pending -> ready (embedded) | failed (gave up after retries; picked up again later)
+    Column("embed_status", String(16), nullable=False, server_default="pending"),
+    Column("embed_attempts", Integer, nullable=False, server_default="0"),
+    Column("extractor", String(64), nullable=True),  # e.g. 'turn:v1', 'llm:v1', 'manual'
+    Column("superseded_by", String(64, **_KEY), nullable=True),
+    PrimaryKeyConstraint("memory_id", name="pk_agent_memories"),
+    Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
+    Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),
+    Index("ix_memories_embed_status", "embed_status", "updated_at"),
+    **_TABLE_OPTS,
+)
