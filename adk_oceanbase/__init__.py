@@ -1,2 +1,75 @@
-"""adk-oceanbase: ADK session and memory services on OceanBase, seekdb and MySQL."""
+"""adk-oceanbase: ADK session and memory services on OceanBase, seekdb and MySQL.
+
+Importing this package never connects, starts seekdb or runs DDL; services do
+that lazily on first use (or on ``await service.setup()``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .config import Config
+from .engine import Database
+from .errors import (
+    AdkOceanBaseError,
+    ConfigurationError,
+    ConnectionFailedError,
+    EventTooLargeError,
+    InvalidIdentifierError,
+    InvalidStateError,
+    SchemaMissingError,
+    SchemaOutdatedError,
+    SessionAlreadyExistsError,
+    SessionMissingError,
+    StaleSessionConflictError,
+    ValidationError,
+)
+from .sessions import OceanBaseSessionService, SessionPage
+
 __version__ = "0.1.0"
+
+__all__ = [
+    "AdkOceanBaseError",
+    "Config",
+    "ConfigurationError",
+    "ConnectionFailedError",
+    "Database",
+    "EventTooLargeError",
+    "InvalidIdentifierError",
+    "InvalidStateError",
+    "OceanBaseMemoryService",
+    "OceanBaseSessionService",
+    "SchemaMissingError",
+    "SchemaOutdatedError",
+    "SessionAlreadyExistsError",
+    "SessionMissingError",
+    "SessionPage",
+    "StaleSessionConflictError",
+    "ValidationError",
+    "__version__",
+    "upgrade",
+]
+
+
+async def upgrade(url: str | None = None, *, revision: str = "head", config: Config | None = None) -> str | None:
+    """Migrates the database at ``url`` (or ``config``) to ``revision``; same code as ``adk-oceanbase db upgrade``."""
+    from . import migrations
+
+    db = Database(config or (Config.from_url(url) if url else Config.from_env()))
+    try:
+        return await migrations.upgrade(db, revision)
+    finally:
+        await db.close()
+
+
+def __getattr__(name: str) -> Any:
+    # The memory service pulls in numpy-heavy code; load it on first use only.
+    if name == "OceanBaseMemoryService":
+        from .memory import OceanBaseMemoryService
+
+        return OceanBaseMemoryService
+    raise AttributeError(name)
+
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .memory import OceanBaseMemoryService

@@ -1,0 +1,173 @@
+"""Pure conversions between ADK objects and rows: events, state values, identifiers. No I/O.
+
+Validation happens here, before any transaction starts, so bad input is
+rejected with a typed error and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+import pydantic
+from google.adk.events.event import Event
+from google.adk.sessions.state import State
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from ..errors import EventTooLargeError, InvalidIdentifierError, InvalidStateError
+from ..schema import ID_LEN, STATE_KEY_LEN
+from ..tokens import TokenCounter, event_text
+
+__all__ = [
+    "APP",
+    "SESSION",
+    "USER",
+    "check_id",
+    "decode_event",
+    "decode_value",
+    "encode_event",
+    "encode_state",
+    "event_type",
+    "merge_state",
+    "split_state",
+    "to_datetime",
+]
+
+logger = logging.getLogger(__name__)
+
+APP, USER, SESSION = "app", "user", "session"
+
+
+def check_id(kind: str, value: Any, *, max_len: int = ID_LEN) -> str:
+    """Returns ``value`` if it is a usable key; raises ``InvalidIdentifierError`` otherwise."""
+    if not isinstance(value, str):
+        raise InvalidIdentifierError(f"{kind} must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise InvalidIdentifierError(f"{kind} must not be empty")
+    if len(value) > max_len:
+        raise InvalidIdentifierError(f"{kind} is {len(value)} characters; the limit is {max_len}")
+    return value
+
+
+def to_datetime(epoch: float) -> datetime:
+    """Naive UTC datetime for DATETIME(6) columns (connections run with time_zone '+00:00')."""
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
+
+
+# ------------------------------------------------------------------ state
+def _encode_value(key: str, value: Any) -> str:
+    try:
+        return json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise InvalidStateError(
+            f"state value for key {key!r} ({type(value).__name__}) cannot be stored as JSON"
+        ) from exc
+
+
+def decode_value(raw: str) -> Any:
+    return json.loads(raw)
+
+
+def split_state(state: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """Splits a prefixed state dict into app/user/session scopes, dropping ``temp:`` keys."""
+    scopes: dict[str, dict[str, Any]] = {APP: {}, USER: {}, SESSION: {}}
+    for key, value in (state or {}).items():
+        if not isinstance(key, str):
+            raise InvalidStateError(f"state keys must be strings, got {type(key).__name__}")
+        if key.startswith(State.TEMP_PREFIX):
+            continue
+        if key.startswith(State.APP_PREFIX):
+            scopes[APP][key.removeprefix(State.APP_PREFIX)] = value
+        elif key.startswith(State.USER_PREFIX):
+            scopes[USER][key.removeprefix(State.USER_PREFIX)] = value
+        else:
+            scopes[SESSION][key] = value
+    return scopes
+
+
+def encode_state(scopes: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
+    """``[(scope, key, json)]`` for every value; raises before anything is written if one is bad."""
+    rows: list[tuple[str, str, str]] = []
+    for scope, values in scopes.items():
+        for key, value in values.items():
+            if not key or len(key) > STATE_KEY_LEN:
+                raise InvalidStateError(f"state key must be 1..{STATE_KEY_LEN} characters, got {len(key)}")
+            rows.append((scope, key, _encode_value(key, value)))
+    return rows
+
+
+def merge_state(rows: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
+    """Rebuilds ADK's merged view: session keys bare, app/user keys prefixed."""
+    merged: dict[str, Any] = {}
+    prefixed: dict[str, Any] = {}
+    for scope, key, raw in rows:
+        value = decode_value(raw)
+        if scope == SESSION:
+            merged[key] = value
+        elif scope == APP:
+            prefixed[State.APP_PREFIX + key] = value
+        else:
+            prefixed[State.USER_PREFIX + key] = value
+    merged.update(prefixed)
+    return merged
+
+
+# ------------------------------------------------------------------ events
+def event_type(event: Event) -> str:
+    """A coarse kind for analysts and compaction policies."""
+    if event.actions is not None and event.actions.compaction is not None:
+        return "compaction"
+    if event.error_code or event.error_message:
+        return "error"
+    parts = event.content.parts if event.content is not None and event.content.parts else []
+    if any(p.function_response is not None for p in parts):
+        return "function_response"
+    if any(p.function_call is not None for p in parts):
+        return "function_call"
+    if any(p.text for p in parts) or parts:
+        return "message"
+    if event.actions is not None and event.actions.state_delta:
+        return "state"
+    return "other"
+
+
+def encode_event(event: Event, *, counter: TokenCounter, max_bytes: int) -> tuple[str, int]:
+    """Serialises an event to its stored JSON and counts its tokens; enforces the size limit."""
+    check_id("event id", event.id)
+    if event.invocation_id and len(event.invocation_id) > 256:
+        raise InvalidIdentifierError("invocation_id is longer than 256 characters")
+    try:
+        data = event.model_dump(exclude_none=True, mode="json")
+        payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (PydanticSerializationError, TypeError, ValueError) as exc:
+        raise InvalidStateError(f"event {event.id} cannot be stored as JSON: {type(exc).__name__}") from exc
+    size = len(payload.encode("utf-8"))
+    if size > max_bytes:
+        raise EventTooLargeError(f"event {event.id} is {size} bytes of JSON; the limit is {max_bytes} (Config.max_event_bytes)")
+    return payload, counter.count(event_text(event))
+
+
+def decode_event(payload: str) -> Event:
+    """Parses a stored event, tolerating fields a newer ADK wrote that this ADK does not know."""
+    data = json.loads(payload)
+    for _ in range(8):
+        try:
+            return Event.model_validate(data)
+        except pydantic.ValidationError as exc:
+            extras = [e["loc"] for e in exc.errors() if e["type"] == "extra_forbidden"]
+            if not extras or len(extras) != len(exc.errors()):
+                raise
+            for loc in extras:
+                _drop_path(data, loc)
+            logger.warning("dropped %d event field(s) unknown to this ADK version: %s", len(extras), extras)
+    return Event.model_validate(data)
+
+
+def _drop_path(data: Any, loc: tuple[Any, ...]) -> None:
+    node = data
+    for step in loc[:-1]:
+        node = node[step]
+    if isinstance(node, dict):
+        node.pop(loc[-1], None)

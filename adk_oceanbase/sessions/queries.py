@@ -1,0 +1,190 @@
+"""Statement builders for the session service: pure functions returning SQLAlchemy statements, no I/O.
+
+Every statement filters on ``app_name`` and ``user_id`` first, the leading
+columns of every key, so each is a prefix seek.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from sqlalchemy import Delete, Insert, Select, Update, and_, delete, func, literal, or_, select, tuple_, update
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+
+from ..schema import agent_sessions as S
+from ..schema import session_events as E
+from ..schema import session_state as ST
+from .codec import APP, SESSION, USER
+
+__all__ = [
+    "bump_session",
+    "delete_events",
+    "delete_session",
+    "delete_session_state",
+    "event_exists",
+    "insert_event",
+    "insert_session",
+    "latest_event_id",
+    "lock_session",
+    "select_events",
+    "select_session",
+    "select_sessions",
+    "select_sessions_page",
+    "select_state_for_list",
+    "select_state_rows",
+    "select_user_state",
+    "upsert_state",
+]
+
+
+def _session_key(app: str, user: str, sid: str) -> Any:
+    return and_(S.c.app_name == app, S.c.user_id == user, S.c.session_id == sid)
+
+
+def _event_key(app: str, user: str, sid: str) -> Any:
+    return and_(E.c.app_name == app, E.c.user_id == user, E.c.session_id == sid)
+
+
+def insert_session(row: dict[str, Any]) -> Insert:
+    return S.insert().values(**row)
+
+
+def select_session(app: str, user: str, sid: str) -> Select:
+    return select(S.c.last_seq, S.c.last_update_time).where(_session_key(app, user, sid))
+
+
+def lock_session(app: str, user: str, sid: str) -> Select:
+    """The session row with a row lock (marker-less appends read-then-write under it)."""
+    return select_session(app, user, sid).with_for_update()
+
+
+def bump_session(app: str, user: str, sid: str, *, expected_seq: int | None, ts: float, when: Any, tokens: int) -> Update:
+    """Advances ``last_seq`` by one; with ``expected_seq`` it is a compare-and-set (0 rows = stale)."""
+    cond = _session_key(app, user, sid)
+    if expected_seq is not None:
+        cond = and_(cond, S.c.last_seq == expected_seq)
+    return (
+        update(S)
+        .where(cond)
+        .values(
+            last_seq=S.c.last_seq + 1,
+            event_count=S.c.event_count + 1,
+            total_tokens=S.c.total_tokens + tokens,
+            last_update_time=ts,
+            updated_at=when,
+        )
+    )
+
+
+def insert_event(row: dict[str, Any]) -> Insert:
+    return E.insert().values(**row)
+
+
+def event_exists(app: str, user: str, sid: str, event_id: str) -> Select:
+    return select(E.c.seq).where(_event_key(app, user, sid), E.c.event_id == event_id)
+
+
+def latest_event_id(app: str, user: str, sid: str) -> Select:
+    return select(E.c.event_id).where(_event_key(app, user, sid)).order_by(E.c.seq.desc()).limit(1)
+
+
+def select_events(
+    app: str,
+    user: str,
+    sid: str,
+    *,
+    num_recent: int | None = None,
+    after_ts: float | None = None,
+    include_compacted: bool = True,
+) -> Select:
+    """Event payloads in ``seq`` order; newest-first with ``num_recent`` (the caller reverses)."""
+    stmt = select(E.c.seq, E.c.event_json).where(_event_key(app, user, sid))
+    if after_ts is not None:
+        stmt = stmt.where(E.c.ts >= after_ts)
+    if not include_compacted:
+        stmt = stmt.where(E.c.compacted_by.is_(None))
+    if num_recent is not None:
+        return stmt.order_by(E.c.seq.desc()).limit(num_recent)
+    return stmt.order_by(E.c.seq.asc())
+
+
+def _state_scopes(app: str, user: str, sid: str | None) -> Any:
+    conds = [
+        and_(ST.c.scope == APP, ST.c.user_id == "", ST.c.session_id == ""),
+        and_(ST.c.scope == USER, ST.c.user_id == user, ST.c.session_id == ""),
+    ]
+    if sid is not None:
+        conds.append(and_(ST.c.scope == SESSION, ST.c.user_id == user, ST.c.session_id == sid))
+    return and_(ST.c.app_name == app, or_(*conds))
+
+
+def select_state_rows(app: str, user: str, sid: str | None) -> Select:
+    """App, user and (optionally) session state rows: three primary-key range seeks."""
+    return select(ST.c.scope, ST.c.state_key, ST.c.value_json).where(_state_scopes(app, user, sid))
+
+
+def select_user_state(app: str, user: str) -> Select:
+    return select(ST.c.state_key, ST.c.value_json).where(
+        ST.c.app_name == app, ST.c.scope == USER, ST.c.user_id == user, ST.c.session_id == ""
+    )
+
+
+def select_state_for_list(app: str, user: str | None, session_ids: Sequence[str] | None = None) -> Select:
+    """State rows needed to merge state into listed sessions (one query for the whole list)."""
+    cols = (ST.c.scope, ST.c.user_id, ST.c.session_id, ST.c.state_key, ST.c.value_json)
+    stmt = select(*cols).where(ST.c.app_name == app)
+    if user is not None:
+        user_rows = ST.c.user_id == user
+        if session_ids is not None:
+            user_rows = and_(user_rows, or_(ST.c.scope == USER, ST.c.session_id.in_(list(session_ids) or [""])))
+        stmt = stmt.where(or_(ST.c.scope == APP, user_rows))
+    return stmt
+
+
+def upsert_state(rows: list[dict[str, Any]]) -> Insert:
+    """``dict.update`` semantics in one statement: insert new keys, overwrite existing ones."""
+    stmt = mysql_insert(ST).values(rows)
+    return stmt.on_duplicate_key_update(value_json=stmt.inserted.value_json, updated_at=stmt.inserted.updated_at)
+
+
+_LIST_COLS = (S.c.user_id, S.c.session_id, S.c.last_update_time, S.c.last_seq)
+
+
+def select_sessions(app: str, user: str | None) -> Select:
+    """ADK's order: oldest update first, ties by user id then session id."""
+    stmt = select(*_LIST_COLS).where(S.c.app_name == app)
+    if user is not None:
+        stmt = stmt.where(S.c.user_id == user)
+    return stmt.order_by(S.c.last_update_time.asc(), S.c.user_id.asc(), S.c.session_id.asc())
+
+
+def select_sessions_page(
+    app: str, user: str | None, *, limit: int, after: tuple[float, str, str] | None, newest_first: bool
+) -> Select:
+    """Keyset pagination on (last_update_time, user_id, session_id): O(limit) per page at any depth."""
+    stmt = select(*_LIST_COLS).where(S.c.app_name == app)
+    if user is not None:
+        stmt = stmt.where(S.c.user_id == user)
+    key = tuple_(S.c.last_update_time, S.c.user_id, S.c.session_id)
+    if after is not None:
+        bound = tuple_(literal(after[0]), literal(after[1]), literal(after[2]))
+        stmt = stmt.where(key < bound if newest_first else key > bound)
+    order = [S.c.last_update_time, S.c.user_id, S.c.session_id]
+    stmt = stmt.order_by(*[c.desc() if newest_first else c.asc() for c in order])
+    return stmt.limit(limit)
+
+
+def delete_events(app: str, user: str, sid: str) -> Delete:
+    return delete(E).where(_event_key(app, user, sid))
+
+
+def delete_session_state(app: str, user: str, sid: str) -> Delete:
+    return delete(ST).where(ST.c.app_name == app, ST.c.scope == SESSION, ST.c.user_id == user, ST.c.session_id == sid)
+
+
+def delete_session(app: str, user: str, sid: str) -> Delete:
+    return delete(S).where(_session_key(app, user, sid))
+
+
+def count_events(app: str, user: str, sid: str) -> Select:
+    return select(func.count()).select_from(E).where(_event_key(app, user, sid))

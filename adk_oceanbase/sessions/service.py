@@ -1,0 +1,462 @@
+"""``OceanBaseSessionService``: ADK's ``BaseSessionService`` on OceanBase, seekdb and MySQL.
+
+Each method is one transaction; SQL comes from :mod:`.queries`, conversions
+from :mod:`.codec`.  ``append_event`` is a compare-and-set on the session's
+``last_seq``: the session update, the event insert and every state scope
+commit together or not at all, and a writer holding an older copy gets
+``StaleSessionError`` instead of silently interleaving.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, AsyncIterator, Optional
+
+from google.adk.events.event import Event
+from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
+from google.adk.sessions.session import Session
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from contextlib import asynccontextmanager
+
+from .. import migrations
+from ..config import Config
+from ..engine import Database
+from ..errors import (
+    ConfigurationError,
+    SchemaMissingError,
+    SessionAlreadyExistsError,
+    SessionMissingError,
+    StaleSessionConflictError,
+    ValidationError,
+    is_duplicate_key,
+    translate_db_error,
+)
+from ..tokens import EstimatingTokenCounter, TokenCounter
+from . import codec
+from . import queries as q
+
+__all__ = ["OceanBaseSessionService", "SessionPage"]
+
+logger = logging.getLogger(__name__)
+
+_MARKER = "ob:"
+_STALE = (
+    "The session has been modified in storage since it was loaded. "
+    "Reload it with get_session() before appending more events."
+)
+
+
+@dataclass(frozen=True)
+class SessionPage:
+    """One page of :meth:`OceanBaseSessionService.list_sessions_page`."""
+
+    sessions: list[Session]
+    next_cursor: str | None
+    """Opaque cursor for the next page; ``None`` on the last page."""
+
+
+class OceanBaseSessionService(BaseSessionService):
+    """ADK session service storing sessions, events and state in OceanBase/seekdb/MySQL.
+
+    Args:
+        url: ``seekdb:///dir``, ``oceanbase://user:pw@host:port/db`` or
+            ``mysql+aiomysql://...``; default ``ADK_OCEANBASE_URL`` or the embedded home.
+        config: a ready :class:`Config` instead of a URL.
+        database: a shared :class:`Database` (e.g. the memory service's); not closed by us.
+        engine: a ready aiomysql ``AsyncEngine``; not disposed by us.
+        token_counter: counts each event's tokens for ``token_count``.
+        auto_setup: create the tables on first use when the database has none
+            (like ADK's own services). An existing but outdated schema is never
+            altered implicitly: that raises ``SchemaOutdatedError``.
+
+    Example:
+        >>> import asyncio
+        >>> from adk_oceanbase import OceanBaseSessionService
+        >>> async def main():
+        ...     async with OceanBaseSessionService("seekdb:///tmp/adk-doc") as svc:
+        ...         s = await svc.create_session(app_name="app", user_id="u1", state={"user:lang": "en"})
+        ...         return (await svc.get_session(app_name="app", user_id="u1", session_id=s.id)).state
+        >>> asyncio.run(main())  # doctest: +SKIP
+        {'user:lang': 'en'}
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        config: Config | None = None,
+        database: Database | None = None,
+        engine: AsyncEngine | None = None,
+        token_counter: TokenCounter | None = None,
+        auto_setup: bool = True,
+        uri: str | None = None,
+        **_: Any,
+    ):
+        url = url or uri  # ADK's service registry passes uri=
+        if sum(x is not None for x in (url, config, database, engine)) > 1 and not (engine and config):
+            raise ConfigurationError("pass only one of url, config, database or engine")
+        if database is not None:
+            self._db, self._owns_db = database, False
+        else:
+            cfg = config or (Config.from_url(url) if url else Config.from_env())
+            self._db, self._owns_db = Database(cfg, engine=engine), True
+        self._counter = token_counter or EstimatingTokenCounter()
+        self._auto_setup = auto_setup
+        self._checked = False
+
+    # ---------------------------------------------------------------- lifecycle
+    @property
+    def database(self) -> Database:
+        """The shared database handle (hand it to ``OceanBaseMemoryService(database=...)``)."""
+        return self._db
+
+    @property
+    def config(self) -> Config:
+        return self._db.config
+
+    async def setup(self) -> None:
+        """Creates or upgrades the schema to this package's head (same code as ``adk-oceanbase db upgrade``)."""
+        await migrations.upgrade(self._db)
+        self._checked = True
+
+    async def _engine(self) -> AsyncEngine:
+        if not self._checked:
+            await self._db.start()
+            try:
+                await migrations.check_schema(self._db)
+            except SchemaMissingError:
+                if not self._auto_setup:
+                    raise
+                await migrations.upgrade(self._db)
+            self._checked = True
+        return self._db.engine
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[AsyncConnection]:
+        """One transaction; driver errors come out as our typed errors."""
+        engine = await self._engine()
+        try:
+            async with engine.begin() as conn:
+                yield conn
+        except DBAPIError as exc:
+            mapped = translate_db_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def close(self) -> None:
+        """Releases the engine and embedded seekdb if this service created them."""
+        if self._owns_db:
+            await self._db.close()
+        self._checked = False
+
+    async def __aenter__(self) -> "OceanBaseSessionService":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # ---------------------------------------------------------------- helpers
+    @staticmethod
+    def _ids(app_name: Any, user_id: Any, session_id: Any = None) -> tuple[str, str, str | None]:
+        app = codec.check_id("app_name", app_name)
+        user = codec.check_id("user_id", user_id)
+        sid = None
+        if session_id is not None:
+            sid = codec.check_id("session_id", session_id.strip() if isinstance(session_id, str) else session_id)
+        return app, user, sid
+
+    @staticmethod
+    def _state_rows(app: str, user: str, sid: str, encoded: list[tuple[str, str, str]], when: Any) -> list[dict]:
+        rows = []
+        for scope, key, raw in encoded:
+            rows.append(
+                {
+                    "app_name": app,
+                    "scope": scope,
+                    "user_id": "" if scope == codec.APP else user,
+                    "session_id": sid if scope == codec.SESSION else "",
+                    "state_key": key,
+                    "value_json": raw,
+                    "updated_at": when,
+                }
+            )
+        return rows
+
+    @staticmethod
+    def _mark(session: Session, seq: int) -> None:
+        session._storage_update_marker = f"{_MARKER}{seq}"
+
+    # ---------------------------------------------------------------- ADK API
+    async def create_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        state: Optional[dict[str, Any]] = None,
+        session_id: Optional[str] = None,
+    ) -> Session:
+        app, user, sid = self._ids(app_name, user_id, session_id)
+        sid = sid or str(uuid.uuid4())
+        encoded = codec.encode_state(codec.split_state(state))
+        now = time.time()
+        when = codec.to_datetime(now)
+        row = {
+            "app_name": app,
+            "user_id": user,
+            "session_id": sid,
+            "last_seq": 0,
+            "event_count": 0,
+            "total_tokens": 0,
+            "last_update_time": now,
+            "created_at": when,
+            "updated_at": when,
+        }
+        try:
+            async with self._tx() as conn:
+                await conn.execute(q.insert_session(row))
+                if encoded:
+                    await conn.execute(q.upsert_state(self._state_rows(app, user, sid, encoded, when)))
+                state_rows = (await conn.execute(q.select_state_rows(app, user, sid))).all()
+        except IntegrityError as exc:
+            if is_duplicate_key(exc):
+                raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
+            raise
+        session = Session(
+            id=sid, app_name=app, user_id=user, state=codec.merge_state(state_rows), last_update_time=now
+        )
+        self._mark(session, 0)
+        return session
+
+    async def get_session(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        session_id: str,
+        config: Optional[GetSessionConfig] = None,
+        include_compacted: bool = True,
+    ) -> Optional[Session]:
+        """ADK's ``get_session``; ``include_compacted=False`` skips events a compaction summary covers."""
+        app, user, sid = self._ids(app_name, user_id, session_id)
+        num = config.num_recent_events if config else None
+        after = config.after_timestamp if config and config.after_timestamp else None
+        engine = await self._engine()
+        async with engine.connect() as conn:
+            head = (await conn.execute(q.select_session(app, user, sid))).first()
+            if head is None:
+                return None
+            events: list[Event] = []
+            if num != 0:
+                stmt = q.select_events(app, user, sid, num_recent=num, after_ts=after, include_compacted=include_compacted)
+                rows = (await conn.execute(stmt)).all()
+                if num is not None:
+                    rows.reverse()
+                events = [codec.decode_event(r.event_json) for r in rows]
+            state_rows = (await conn.execute(q.select_state_rows(app, user, sid))).all()
+        session = Session(
+            id=sid,
+            app_name=app,
+            user_id=user,
+            state=codec.merge_state(state_rows),
+            events=events,
+            last_update_time=head.last_update_time,
+        )
+        self._mark(session, head.last_seq)
+        return session
+
+    async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
+        app = codec.check_id("app_name", app_name)
+        user = codec.check_id("user_id", user_id) if user_id is not None else None
+        engine = await self._engine()
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q.select_sessions(app, user))).all()
+            state_rows = (await conn.execute(q.select_state_for_list(app, user))).all()
+        return ListSessionsResponse(sessions=self._sessions_with_state(app, rows, state_rows))
+
+    async def list_sessions_page(
+        self,
+        *,
+        app_name: str,
+        user_id: Optional[str] = None,
+        limit: int = 50,
+        cursor: Optional[str] = None,
+        newest_first: bool = True,
+    ) -> SessionPage:
+        """One page of sessions (no events), newest first by default, with an opaque cursor.
+
+        Keyset pagination: each page costs O(limit) whatever its depth, unlike
+        ADK's unbounded ``list_sessions`` (ADK issues #4621/#4871).
+        """
+        app = codec.check_id("app_name", app_name)
+        user = codec.check_id("user_id", user_id) if user_id is not None else None
+        if not isinstance(limit, int) or not 1 <= limit <= 1000:
+            raise ValidationError("limit must be an integer between 1 and 1000")
+        after = _decode_cursor(cursor) if cursor else None
+        engine = await self._engine()
+        async with engine.connect() as conn:
+            stmt = q.select_sessions_page(app, user, limit=limit + 1, after=after, newest_first=newest_first)
+            rows = (await conn.execute(stmt)).all()
+            more = len(rows) > limit
+            rows = rows[:limit]
+            sids = [r.session_id for r in rows]
+            state_rows = (await conn.execute(q.select_state_for_list(app, user, sids))).all() if rows else []
+        sessions = self._sessions_with_state(app, rows, state_rows)
+        next_cursor = None
+        if more and rows:
+            last = rows[-1]
+            next_cursor = _encode_cursor((last.last_update_time, last.user_id, last.session_id))
+        return SessionPage(sessions=sessions, next_cursor=next_cursor)
+
+    def _sessions_with_state(self, app: str, rows: list, state_rows: list) -> list[Session]:
+        app_rows: list[tuple[str, str, str]] = []
+        user_rows: dict[str, list[tuple[str, str, str]]] = {}
+        sess_rows: dict[tuple[str, str], list[tuple[str, str, str]]] = {}
+        for r in state_rows:
+            item = (r.scope, r.state_key, r.value_json)
+            if r.scope == codec.APP:
+                app_rows.append(item)
+            elif r.scope == codec.USER:
+                user_rows.setdefault(r.user_id, []).append(item)
+            else:
+                sess_rows.setdefault((r.user_id, r.session_id), []).append(item)
+        sessions = []
+        for r in rows:
+            merged = codec.merge_state(
+                sess_rows.get((r.user_id, r.session_id), []) + app_rows + user_rows.get(r.user_id, [])
+            )
+            s = Session(id=r.session_id, app_name=app, user_id=r.user_id, state=merged, last_update_time=r.last_update_time)
+            self._mark(s, r.last_seq)
+            sessions.append(s)
+        return sessions
+
+    async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
+        """Deletes the session with its events and session-scoped state in one transaction."""
+        app, user, sid = self._ids(app_name, user_id, session_id)
+        async with self._tx() as conn:
+            await conn.execute(q.delete_events(app, user, sid))
+            await conn.execute(q.delete_session_state(app, user, sid))
+            await conn.execute(q.delete_session(app, user, sid))
+
+    async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
+        app, user, _ = self._ids(app_name, user_id)
+        engine = await self._engine()
+        async with engine.connect() as conn:
+            rows = (await conn.execute(q.select_user_state(app, user))).all()
+        return {r.state_key: codec.decode_value(r.value_json) for r in rows}
+
+    async def append_event(self, session: Session, event: Event) -> Event:
+        """Persists ``event`` and its state delta atomically, then applies it to ``session``.
+
+        Raises:
+            StaleSessionConflictError: (an ADK ``StaleSessionError``) when
+                ``session`` is older than storage; nothing is written.
+            SessionMissingError: (an ADK ``SessionNotFoundError``) when the
+                session does not exist.
+            ValidationError: bad ids, non-JSON state, oversized event; nothing
+                is written and ``session`` is untouched.
+        """
+        if event.partial:
+            return event
+        app, user, sid = self._ids(session.app_name, session.user_id, session.id)
+        # Everything that can fail on input is computed before the transaction,
+        # on a copy: neither the database nor the caller's objects change on error.
+        delta = dict(event.actions.state_delta) if event.actions and event.actions.state_delta else {}
+        persisted = {k: v for k, v in delta.items() if not k.startswith("temp:")}
+        stored_event = event
+        if len(persisted) != len(delta):
+            actions = event.actions.model_copy(update={"state_delta": persisted})
+            stored_event = event.model_copy(update={"actions": actions})
+        encoded_state = codec.encode_state(codec.split_state(persisted))
+        payload, tokens = codec.encode_event(stored_event, counter=self._counter, max_bytes=self.config.max_event_bytes)
+        when = codec.to_datetime(event.timestamp)
+        marker = session._storage_update_marker
+        expected = int(marker[len(_MARKER):]) if marker and marker.startswith(_MARKER) else None
+
+        async with self._tx() as conn:
+            if expected is None:
+                seq = await self._check_markerless(conn, app, user, sid, session)
+                await conn.execute(q.bump_session(app, user, sid, expected_seq=None, ts=event.timestamp, when=when, tokens=tokens))
+            else:
+                res = await conn.execute(
+                    q.bump_session(app, user, sid, expected_seq=expected, ts=event.timestamp, when=when, tokens=tokens)
+                )
+                if res.rowcount != 1:
+                    if await self._already_stored(conn, app, user, sid, event.id):
+                        return event
+                    raise StaleSessionConflictError(_STALE)
+                seq = expected
+            try:
+                await conn.execute(q.insert_event(self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when)))
+            except IntegrityError as exc:
+                if not is_duplicate_key(exc):
+                    raise
+                # Same event id delivered twice: the first copy stands (rolled back here).
+                await conn.rollback()
+                return event
+            if encoded_state:
+                await conn.execute(q.upsert_state(self._state_rows(app, user, sid, encoded_state, when)))
+
+        # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        self._commit_event_to_session(session, event)
+        session.last_update_time = event.timestamp
+        self._mark(session, seq + 1)
+        return event
+
+    async def _already_stored(self, conn: AsyncConnection, app: str, user: str, sid: str, event_id: str) -> bool:
+        head = (await conn.execute(q.select_session(app, user, sid))).first()
+        if head is None:
+            raise SessionMissingError(f"Session {sid} not found.")
+        return (await conn.execute(q.event_exists(app, user, sid, event_id))).first() is not None
+
+    async def _check_markerless(self, conn: AsyncConnection, app: str, user: str, sid: str, session: Session) -> int:
+        """Stale check for sessions we did not load (built by hand or by another service)."""
+        head = (await conn.execute(q.lock_session(app, user, sid))).first()
+        if head is None:
+            raise SessionMissingError(f"Session {sid} not found.")
+        if head.last_update_time > session.last_update_time:
+            latest = (await conn.execute(q.latest_event_id(app, user, sid))).scalar()
+            mine = session.events[-1].id if session.events else None
+            if latest != mine:
+                raise StaleSessionConflictError(_STALE)
+        return head.last_seq
+
+    @staticmethod
+    def _event_row(app: str, user: str, sid: str, seq: int, event: Event, payload: str, tokens: int, when: Any) -> dict:
+        return {
+            "app_name": app,
+            "user_id": user,
+            "session_id": sid,
+            "seq": seq,
+            "event_id": event.id,
+            "invocation_id": event.invocation_id or None,
+            "author": (event.author or "")[:256] or None,
+            "branch": (event.branch or "")[:512] or None,
+            "event_type": codec.event_type(event),
+            "ts": event.timestamp,
+            "event_time": when,
+            "token_count": tokens,
+            "is_final": 1 if event.is_final_response() else 0,
+            "compacted_by": None,
+            "event_json": payload,
+        }
+
+
+def _encode_cursor(key: tuple[float, str, str]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(list(key)).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str, str]:
+    try:
+        ts, user, sid = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(ts), str(user), str(sid)
+    except Exception as exc:  # any malformed cursor is the caller's error, not ours
+        raise ValidationError("malformed cursor: pass back next_cursor exactly as returned") from exc
