@@ -1,0 +1,155 @@
+"""Fixtures: a real seekdb TCP server from the pylibseekdb wheel, started once per test session.
+
+Never a mock: every database test talks to the same binary users embed.  The
+server listens on 127.0.0.1 only, on a free port, in a temporary directory,
+and is killed at the end of the session.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import AsyncIterator, Iterator
+
+import pymysql
+import pytest
+import pytest_asyncio
+
+from adk_oceanbase.config import Config
+from adk_oceanbase.engine import Database
+from adk_oceanbase import migrations
+
+OUR_TABLES = ("session_events", "session_state", "agent_sessions", "agent_memories")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def seekdb_binary() -> Path:
+    import pylibseekdb
+
+    return Path(pylibseekdb.__file__).parent / "seekdb"
+
+
+@dataclass
+class SeekdbServer:
+    host: str
+    port: int
+    base_dir: Path
+    proc: subprocess.Popen
+
+    def url_for(self, database: str) -> str:
+        return f"oceanbase://root@{self.host}:{self.port}/{database}"
+
+    def connect(self, database: str | None = None) -> pymysql.connections.Connection:
+        return pymysql.connect(host=self.host, port=self.port, user="root", database=database, autocommit=True)
+
+
+def start_seekdb(base_dir: Path, port: int, timeout: float = 60.0) -> subprocess.Popen:
+    """Starts seekdb in the foreground (``--nodaemon``) and waits until it accepts SQL."""
+    base_dir.mkdir(parents=True, exist_ok=True)
+    cmd = [
+        str(seekdb_binary()),
+        f"--base-dir={base_dir}",
+        "--nodaemon",
+        "--port",
+        str(port),
+        "--parameter",
+        "memory_budget=1G",
+        "--parameter",
+        "log_disk_size=2G",
+        "--log-level",
+        "ERROR",
+    ]
+    log = open(base_dir / "server.out", "wb")
+    proc = subprocess.Popen(cmd, cwd=base_dir, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"seekdb exited with {proc.returncode}; see {base_dir / 'server.out'}")
+        try:
+            pymysql.connect(host="127.0.0.1", port=port, user="root", connect_timeout=1).close()
+            return proc
+        except pymysql.err.OperationalError:
+            if time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"seekdb did not accept connections within {timeout}s")
+            time.sleep(0.2)
+
+
+@pytest.fixture(scope="session")
+def seekdb_server() -> Iterator[SeekdbServer]:
+    """One seekdb server for the whole run; ``ADK_OCEANBASE_TEST_PORT`` reuses a running one."""
+    existing = os.environ.get("ADK_OCEANBASE_TEST_PORT")
+    if existing:
+        yield SeekdbServer("127.0.0.1", int(existing), Path("."), None)  # type: ignore[arg-type]
+        return
+    base = Path(tempfile.mkdtemp(prefix="adk-ob-seekdb-"))
+    port = _free_port()
+    proc = start_seekdb(base, port)
+    try:
+        yield SeekdbServer("127.0.0.1", port, base, proc)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+_db_counter = 0
+
+
+def unique_db_name(prefix: str = "t") -> str:
+    global _db_counter
+    _db_counter += 1
+    return f"{prefix}_{os.getpid()}_{_db_counter}"
+
+
+@pytest_asyncio.fixture(scope="session")
+async def migrated_url(seekdb_server: SeekdbServer) -> AsyncIterator[str]:
+    """A database migrated to head once per session (migrating costs ~2 s; tests share it)."""
+    name = unique_db_name("shared")
+    url = seekdb_server.url_for(name)
+    db = Database(Config.from_url(url))
+    await migrations.upgrade(db)
+    await db.close()
+    yield url
+    with seekdb_server.connect() as conn:
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest_asyncio.fixture
+async def database(migrated_url: str) -> AsyncIterator[Database]:
+    """A started ``Database`` on the migrated schema, emptied before the test."""
+    db = Database(Config.from_url(migrated_url))
+    await db.start()
+    from sqlalchemy import text
+
+    async with db.engine.begin() as conn:
+        for table in OUR_TABLES:
+            await conn.execute(text(f"DELETE FROM {table}"))
+    try:
+        yield db
+    finally:
+        await db.close()
+
+
+@pytest.fixture
+def fresh_url(seekdb_server: SeekdbServer) -> Iterator[str]:
+    """URL of a brand-new empty database (for migration tests); dropped afterwards."""
+    name = unique_db_name("fresh")
+    yield seekdb_server.url_for(name)
+    with seekdb_server.connect() as conn:
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
