@@ -1,0 +1,81 @@
+"""The ``adk-oceanbase`` command: parsing only; every action is a call into the Python API.
+
+    adk-oceanbase demo [--url URL]
+    adk-oceanbase db upgrade|current [--url URL]
+    adk-oceanbase db downgrade REVISION [--url URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import Sequence
+
+from .config import Config
+from .errors import AdkOceanBaseError
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="adk-oceanbase", description="ADK sessions and memory on OceanBase/seekdb/MySQL")
+    p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    url_help = "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase)"
+    demo = sub.add_parser("demo", help="run a multi-turn ADK conversation on the embedded default and resume it")
+    demo.add_argument("--url", help=url_help)
+
+    db = sub.add_parser("db", help="schema migrations")
+    dbsub = db.add_subparsers(dest="db_command", required=True)
+    for name, help_ in (("upgrade", "migrate to the newest schema (no-op when current)"), ("current", "print the schema revision")):
+        cmd = dbsub.add_parser(name, help=help_)
+        cmd.add_argument("--url", help=url_help)
+        if name == "upgrade":
+            cmd.add_argument("--revision", default="head", help="target revision (default: head)")
+    down = dbsub.add_parser("downgrade", help="revert the schema to REVISION ('base' drops our tables)")
+    down.add_argument("revision")
+    down.add_argument("--url", help=url_help)
+    return p
+
+
+async def _db(args: argparse.Namespace) -> int:
+    from . import migrations
+    from .engine import Database
+
+    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
+    try:
+        if args.db_command == "upgrade":
+            rev = await migrations.upgrade(db, args.revision)
+            print(f"{db.config.redacted_url()}: at revision {rev}")
+        elif args.db_command == "downgrade":
+            rev = await migrations.downgrade(db, args.revision)
+            print(f"{db.config.redacted_url()}: at revision {rev or 'base'}")
+        else:
+            rev = await migrations.current_revision(db)
+            head = migrations.head_revision()
+            print(f"{db.config.redacted_url()}: at revision {rev or 'none'} (head is {head})")
+    finally:
+        await db.close()
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    try:
+        if args.command == "demo":
+            from .demo import run_demo
+
+            asyncio.run(run_demo(args.url))
+            return 0
+        return asyncio.run(_db(args))
+    except AdkOceanBaseError as exc:
+        print(f"adk-oceanbase: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
