@@ -1,0 +1,160 @@
+"""Baseline retrieval systems, all behind one small async interface.
+
+* ``adk-inmemory``: ADK's ``InMemoryMemoryService`` (word overlap, at most 10
+  results), fed real ADK ``Event``s through ``add_events_to_memory``.
+* ``dense``: exact cosine top-k in numpy on the MiniLM vectors.
+* ``bm25``: ``rank_bm25.BM25Okapi`` on lowercase word tokens.
+* ``fusion``: 0.7 * cosine + 0.3 * BM25 (BM25 divided by the query's best
+  BM25 score, so both terms are in [0, 1]).
+
+Every system receives the same :class:`Doc` list per scope (one scope per
+LoCoMo conversation, one for the knowledge-update set) and ranks ids; query
+vectors are passed in precomputed so latency excludes the embedding model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol, Sequence
+
+import numpy as np
+
+__all__ = ["ADKInMemorySystem", "BM25System", "DenseSystem", "Doc", "FusionSystem", "System", "tokenize"]
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+
+def tokenize(text: str) -> list[str]:
+    return _WORD.findall(text.lower())
+
+
+@dataclass(frozen=True)
+class Doc:
+    """One memory as every system sees it."""
+
+    doc_id: str
+    text: str
+    author: str | None
+    time: datetime  # UTC
+    vector: np.ndarray | None = None
+
+
+class System(Protocol):
+    name: str
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None: ...
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]: ...
+
+    async def recall(self, scope: str, query: str, query_vec: np.ndarray) -> None:
+        """One warm-up recall (top_k=1); only stateful systems care."""
+        ...
+
+
+class _Stateless:
+    async def recall(self, scope: str, query: str, query_vec: np.ndarray) -> None:
+        return None
+
+    async def close(self) -> None:
+        return None
+
+
+class DenseSystem(_Stateless):
+    name = "dense"
+
+    def __init__(self) -> None:
+        self._ids: dict[str, list[str]] = {}
+        self._mat: dict[str, np.ndarray] = {}
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        self._ids[scope] = [d.doc_id for d in docs]
+        self._mat[scope] = np.stack([d.vector for d in docs]).astype(np.float32)
+
+    def scores(self, scope: str, query_vec: np.ndarray) -> np.ndarray:
+        return self._mat[scope] @ query_vec.astype(np.float32)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]:
+        s = self.scores(scope, query_vec)
+        top = np.argsort(-s, kind="stable")[:top_k]
+        return [self._ids[scope][i] for i in top]
+
+
+class BM25System(_Stateless):
+    name = "bm25"
+
+    def __init__(self) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self._cls = BM25Okapi
+        self._ids: dict[str, list[str]] = {}
+        self._bm25: dict[str, object] = {}
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        self._ids[scope] = [d.doc_id for d in docs]
+        self._bm25[scope] = self._cls([tokenize(d.text) or ["_"] for d in docs])
+
+    def scores(self, scope: str, query: str) -> np.ndarray:
+        return np.asarray(self._bm25[scope].get_scores(tokenize(query)), dtype=np.float64)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]:
+        s = self.scores(scope, query)
+        top = np.argsort(-s, kind="stable")[:top_k]
+        return [self._ids[scope][i] for i in top]
+
+
+class FusionSystem(_Stateless):
+    """Linear fusion of cosine and max-normalised BM25 (the issue's 0.7/0.3 baseline)."""
+
+    def __init__(self, w_cos: float = 0.7, w_bm25: float = 0.3) -> None:
+        self.name = "fusion"
+        self._w = (w_cos, w_bm25)
+        self._dense = DenseSystem()
+        self._bm25 = BM25System()
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        await self._dense.index(scope, docs)
+        await self._bm25.index(scope, docs)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]:
+        cos = self._dense.scores(scope, query_vec)
+        bm = self._bm25.scores(scope, query)
+        best = bm.max()
+        if best > 0:
+            bm = bm / best
+        s = self._w[0] * cos + self._w[1] * bm
+        top = np.argsort(-s, kind="stable")[:top_k]
+        return [self._dense._ids[scope][i] for i in top]
+
+
+class ADKInMemorySystem(_Stateless):
+    """ADK's reference memory service; returns at most 10 memories whatever ``top_k`` is."""
+
+    name = "adk-inmemory"
+
+    def __init__(self, app_name: str = "bench") -> None:
+        from google.adk.memory import InMemoryMemoryService
+
+        self._svc = InMemoryMemoryService()
+        self._app = app_name
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        from google.adk.events import Event
+        from google.genai import types
+
+        events = [
+            Event(
+                id=d.doc_id,
+                invocation_id=f"inv-{d.doc_id}",
+                author=d.author or "user",
+                content=types.Content(role="user", parts=[types.Part(text=d.text)]),
+                timestamp=d.time.timestamp(),
+            )
+            for d in docs
+        ]
+        await self._svc.add_events_to_memory(app_name=self._app, user_id=scope, events=events, session_id=scope)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]:
+        resp = await self._svc.search_memory(app_name=self._app, user_id=scope, query=query)
+        return [m.id for m in resp.memories[:top_k] if m.id]

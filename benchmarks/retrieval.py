@@ -1,0 +1,316 @@
+"""Retrieval benchmark: LoCoMo and a synthetic knowledge-update set, every system side by side.
+
+Usage (from the repository root, venv active)::
+
+    HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --locomo ../shared/datasets/locomo10.json \\
+        --conversations 10 --out /tmp/retrieval.json
+    python benchmarks/retrieval.py --scale 100000 --out /tmp/scale.json       # ANN vs exact at scale
+    python benchmarks/retrieval.py --locomo ... --grid                          # small tuning grid for ours
+
+Data
+    *LoCoMo* (``--locomo PATH``; CC BY-NC 4.0: read from its path, never
+    copied into the repository): every dialogue turn becomes one memory whose
+    text carries date and speaker (``"[08 May 2023] Caroline: ..."``, plus the
+    image caption when the turn shared a photo); each conversation is its own
+    user.  A question's relevant set is its evidence turns (malformed ids
+    repaired or dropped, counted in ``locomo_stats``).  Categories 1-4
+    (multi-hop, temporal, open-domain, single-hop) are the headline;
+    5 (adversarial) is reported separately.  Memory times keep their order and
+    spacing but are shifted so the last turn of a conversation was one day
+    ago: recency then behaves as it would for a live user.
+
+    *Knowledge-update set* (generated from ``--seed``; see
+    ``benchmarks/_synthetic.py``): facts that change over time, where the
+    newest version is the answer (recency), and parallel facts one of which was
+    recalled often by earlier searches (frequency; the recall history is run
+    through every system before evaluation).  One relevant memory per question.
+
+Systems (``--systems``, comma separated; all by default)
+    ``adk-inmemory`` ADK ``InMemoryMemoryService`` (word overlap, fed ADK Events);
+    ``dense`` exact cosine in numpy on MiniLM; ``bm25`` rank-bm25 Okapi;
+    ``fusion`` 0.7*cosine + 0.3*BM25/max; ``ours`` ``OceanBaseMemoryService.search``
+    through SQL on seekdb (``--url``, or a server started from the pylibseekdb
+    wheel on a free port).  All vector systems share one MiniLM embedding cache
+    (``--cache-dir``), so they rank the same vectors.
+
+Metrics
+    recall@1/5/10, nDCG@10 and MRR per category and overall; search latency
+    p50/p95 per query excluding the embedding model (query vectors come from
+    the cache; the model's own per-query latency is measured separately as
+    ``query_embedding``).  Output: a table on stdout and ``--out`` JSON with the
+    environment (python, package versions, CPU, date, git commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import sys
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+
+from benchmarks._baselines import ADKInMemorySystem, BM25System, DenseSystem, Doc, FusionSystem
+from benchmarks._embed_cache import CachedEmbedder
+from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text
+from benchmarks._metrics import aggregate, query_metrics, summarise_latencies
+from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
+from benchmarks._report import format_table
+from benchmarks._synthetic import make_knowledge_update_set
+
+logger = logging.getLogger("benchmarks.retrieval")
+
+PACKAGES = ("adk-oceanbase", "google-adk", "sentence-transformers", "torch", "numpy", "rank-bm25",
+            "pylibseekdb", "SQLAlchemy", "aiomysql")
+ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "ours")
+METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
+
+
+@dataclass(frozen=True)
+class EvalQuery:
+    scope: str
+    question: str
+    relevant: tuple[str, ...]
+    group: str
+    vector: np.ndarray
+
+
+@dataclass
+class Dataset:
+    name: str
+    docs: dict[str, list[Doc]]  # scope -> memories
+    queries: list[EvalQuery]
+    warmups: dict[str, list[tuple[str, np.ndarray]]]  # scope -> recall history
+    headline_groups: tuple[str, ...]
+
+
+# ---------------------------------------------------------------- datasets
+def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedder, now: datetime):
+    convs, stats = load_locomo(path, conversations)
+    docs: dict[str, list[Doc]] = {}
+    queries: list[EvalQuery] = []
+    texts = {c.sample_id: [memory_text(t) for t in c.turns] for c in convs}
+    all_vecs = embedder.embed([t for c in convs for t in texts[c.sample_id]])
+    q_vecs = embedder.embed([q.question for c in convs for q in c.queries])
+    vi = qi = 0
+    for c in convs:
+        shift = (now - timedelta(days=1)) - max(t.time for t in c.turns)
+        docs[c.sample_id] = []
+        for t, text in zip(c.turns, texts[c.sample_id]):
+            docs[c.sample_id].append(Doc(t.dia_id, text, t.speaker, t.time + shift, all_vecs[vi]))
+            vi += 1
+        for q in c.queries:
+            group = f"{q.category}:{CATEGORY_NAMES[q.category]}"
+            queries.append(EvalQuery(c.sample_id, q.question, q.evidence, group, q_vecs[qi]))
+            qi += 1
+    headline = tuple(f"{k}:{CATEGORY_NAMES[k]}" for k in (1, 2, 3, 4))
+    return Dataset("locomo", docs, queries, {}, headline), stats.as_dict()
+
+
+def knowledge_update_dataset(seed: int, embedder: CachedEmbedder, now: datetime) -> Dataset:
+    ku = make_knowledge_update_set(seed)
+    scope = f"ku-seed{seed}"
+    texts = []
+    for m in ku.memories:
+        when = now - timedelta(days=m.days_ago)
+        texts.append((m, when, f"[{when:%d %B %Y}] {m.text}"))
+    vecs = embedder.embed([t for _, _, t in texts])
+    docs = [Doc(m.memory_id, text, "user", when, v) for (m, when, text), v in zip(texts, vecs)]
+    q_vecs = embedder.embed([q.question for q in ku.queries])
+    w_vecs = embedder.embed(ku.warmups) if ku.warmups else []
+    queries = [EvalQuery(scope, q.question, (q.relevant,), q.signal, v) for q, v in zip(ku.queries, q_vecs)]
+    return Dataset(
+        "knowledge_update", {scope: docs}, queries, {scope: list(zip(ku.warmups, w_vecs))}, ("recency", "frequency")
+    )
+
+
+# ---------------------------------------------------------------- running
+async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
+    t0 = time.perf_counter()
+    for scope, docs in data.docs.items():
+        await system.index(scope, docs)
+    if hasattr(system, "ready"):
+        await system.ready()
+    index_s = time.perf_counter() - t0
+    for scope, history in data.warmups.items():
+        for question, vec in history:
+            await system.recall(scope, question, vec)
+    rows: list[tuple[str, dict[str, float]]] = []
+    lat: list[float] = []
+    per_query = []
+    for q in data.queries:
+        start = time.perf_counter()
+        ranked = await system.search(q.scope, q.question, q.vector, top_k)
+        lat.append(time.perf_counter() - start)
+        m = query_metrics(ranked, q.relevant)
+        rows.append((q.group, m))
+        if q.group in data.headline_groups:
+            rows.append(("overall", m))
+        per_query.append(ranked[:top_k])
+    return {
+        "metrics": aggregate(rows),
+        "latency": summarise_latencies(lat),
+        "index_seconds": index_s,
+    }
+
+
+def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, server_url: str | None):
+    if name == "adk-inmemory":
+        return ADKInMemorySystem()
+    if name == "dense":
+        return DenseSystem()
+    if name == "bm25":
+        return BM25System()
+    if name == "fusion":
+        return FusionSystem()
+    if name == "ours":
+        from benchmarks._ours import OursSystem
+
+        return OursSystem(server_url, embedder, overrides=_parse_overrides(args.ours))
+    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")
+
+
+def _parse_overrides(spec: str | None) -> dict[str, float]:
+    """``"semantic=0.7,fulltext=0.3,recency=0.1,half_life_days=30,pool=100"`` -> dict."""
+    out: dict[str, float] = {}
+    for part in filter(None, (spec or "").split(",")):
+        k, _, v = part.partition("=")
+        out[k.strip()] = float(v)
+    return out
+
+
+def measure_query_embedding(embedder: CachedEmbedder, questions: Sequence[str], n: int = 50) -> dict[str, float]:
+    """Per-query latency of the model itself (batch of one, no cache): what a live search adds."""
+    model = embedder._load_model()
+    model.encode(["warm up"], show_progress_bar=False)
+    lat = []
+    for q in list(questions)[:n]:
+        start = time.perf_counter()
+        model.encode([q], normalize_embeddings=True, show_progress_bar=False)
+        lat.append(time.perf_counter() - start)
+    return summarise_latencies(lat)
+
+
+def print_tables(results: dict[str, Any]) -> None:
+    cols = METRIC_COLS + ["p50_ms", "p95_ms"]
+    for ds_name, by_system in results["datasets"].items():
+        groups: list[str] = []
+        for res in by_system.values():
+            for g in res["metrics"]:
+                if g not in groups:
+                    groups.append(g)
+        groups.sort(key=lambda g: (g != "overall", g))
+        for g in groups:
+            rows = []
+            for sys_name, res in by_system.items():
+                m = res["metrics"].get(g)
+                if m is None:
+                    continue
+                lat = {k: v for k, v in res["latency"].items() if k != "n"}
+                rows.append({"system": sys_name, **m, **lat})
+            n = rows[0].get("n") if rows else 0
+            label = "categories 1-4" if (g == "overall" and ds_name == "locomo") else g
+            print()
+            print(format_table(f"== {ds_name} / {label} (n={n:.0f})", rows, cols if g == "overall" else METRIC_COLS))
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    datasets: list[Dataset] = []
+    out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "datasets": {}}
+    if args.locomo:
+        ds, stats = locomo_dataset(args.locomo, args.conversations, embedder, now)
+        datasets.append(ds)
+        out["locomo_stats"] = stats
+    if not args.no_ku:
+        datasets.append(knowledge_update_dataset(args.seed, embedder, now))
+    out["embedding"] = {
+        "model": embedder.model_name,
+        "texts_embedded_this_run": embedder.model_texts,
+        "model_seconds_this_run": embedder.model_seconds,
+    }
+    embedder.save()
+    systems = [s.strip() for s in args.systems.split(",") if s.strip()]
+    with seekdb_or_url(args.url if "ours" in systems else "unused", memory_budget="2G") as server:
+        server_url = server.url("bench_retrieval", scheme="oceanbase") if server else args.url
+        for ds in datasets:
+            out["datasets"][ds.name] = {}
+            for name in systems:
+                system = build_system(name, args, embedder, server_url)
+                logger.info("%s on %s", name, ds.name)
+                try:
+                    out["datasets"][ds.name][name] = await evaluate(system, ds, args.top_k)
+                finally:
+                    await system.close()
+                if hasattr(system, "describe"):
+                    out["datasets"][ds.name][name]["settings"] = system.describe()
+    questions = [q.question for ds in datasets for q in ds.queries]
+    if questions and not args.skip_embed_latency:
+        out["query_embedding"] = measure_query_embedding(embedder, questions)
+    return out
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--locomo", help="path to locomo10.json (never copied into the repo)")
+    p.add_argument("--conversations", type=int, default=None, help="first N LoCoMo conversations (default all)")
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic sets")
+    p.add_argument("--out", help="write results JSON here")
+    p.add_argument("--url", help="seekdb/OceanBase URL for 'ours' (oceanbase://root@127.0.0.1:PORT/db); "
+                   "default: start a temporary server from the pylibseekdb wheel")
+    p.add_argument("--systems", default=",".join(ALL_SYSTEMS), help="comma list of " + ", ".join(ALL_SYSTEMS))
+    p.add_argument("--top-k", type=int, default=10)
+    p.add_argument("--ours", default="", help="overrides for ours: semantic=,fulltext=,recency=,frequency=,"
+                   "importance=,half_life_days=,pool=,ef_search=,exact=1")
+    p.add_argument("--grid", action="store_true", help="run the small tuning grid for ours instead")
+    p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
+    p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
+    p.add_argument("--scale-queries", type=int, default=200)
+    p.add_argument("--ef-search", default="64", help="scale mode: comma list of ob_hnsw_ef_search values")
+    p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")
+    p.add_argument("--skip-embed-latency", action="store_true")
+    p.add_argument("-v", "--verbose", action="store_true")
+    return p.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(asctime)s %(name)s %(message)s")
+    if args.scale:
+        from benchmarks._scale import run_scale
+
+        results = asyncio.run(run_scale(args))
+    elif args.grid:
+        from benchmarks._grid import run_grid
+
+        results = asyncio.run(run_grid(args))
+    else:
+        if not args.locomo and args.no_ku:
+            raise SystemExit("nothing to run: give --locomo and/or drop --no-ku")
+        results = asyncio.run(run(args))
+        print_environment(results["environment"])
+        print_tables(results)
+        if "query_embedding" in results:
+            qe = results["query_embedding"]
+            print(f"\nquery embedding (MiniLM, CPU, batch 1): p50 {qe['p50_ms']:.1f} ms, p95 {qe['p95_ms']:.1f} ms")
+    if args.out:
+        write_json(args.out, results)
+        print(f"\nwrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
