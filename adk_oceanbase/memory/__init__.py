@@ -1,0 +1,26 @@
+"""Long-term memory for ADK agents: hybrid (vector + full-text + recency + frequency) retrieval in SQL."""
+
+from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
+from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
+from .queries import SearchFilters
+from .scoring import Signals
+from .service import MemoryHit, OceanBaseMemoryService
+from .settings import MemorySettings, ScoreWeights
+
+__all__ = [
+    "Embedder",
+    "ExtractedFact",
+    "GeminiEmbedder",
+    "HashEmbedder",
+    "LlmExtractor",
+    "MemoryHit",
+    "MemorySettings",
+    "OceanBaseMemoryService",
+    "ScoreWeights",
+    "SearchFilters",
+    "SentenceTransformerEmbedder",
+    "Signals",
+    "default_embedder",
+    "embedding_text",
+    "is_trivial",
+]

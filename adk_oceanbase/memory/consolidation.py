@@ -1,0 +1,239 @@
+"""Consolidation: exact duplicates merge provenance, near duplicates merge, contradictions supersede.
+
+Runs on a connection inside the caller's transaction; the SQL comes from
+:mod:`.queries`.  Merge rules:
+
+* Exact duplicate (same normalised content hash, same user): no new row; the
+  event ids, topics and the higher importance are merged into the stored row.
+  A deleted row (tombstone) whose event ids cover the new ones stays deleted.
+* Near duplicate (cosine >= ``near_duplicate_similarity``), checked when a row
+  gets its vector: the *older* row is superseded by the newer one, and its
+  provenance moves to the newer row.  Newer wins because a near-identical
+  restatement is often an update ("my flight is on the 5th" -> "6th"), and
+  the old row stays stored for audit.
+* Contradiction (LLM mode): the extractor names older memory ids; they are
+  superseded by the new fact in the same transaction as its insert.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from ..dialects import EngineDialect
+from . import queries as q
+from .extraction import MemoryDraft
+
+__all__ = ["content_hash", "merge_near_duplicates", "write_drafts"]
+
+logger = logging.getLogger(__name__)
+
+
+def content_hash(text: str) -> str:
+    """sha256 of the NFKC-normalised, lower-cased, whitespace-collapsed content."""
+    norm = re.sub(r"\s+", " ", unicodedata.normalize("NFKC", text).lower()).strip()
+    return hashlib.sha256(norm.encode("utf-8")).hexdigest()
+
+
+def _union(*lists: Iterable[str] | None) -> list[str]:
+    out: list[str] = []
+    for lst in lists:
+        for item in lst or ():
+            if item not in out:
+                out.append(item)
+    return out
+
+
+def _loads(raw: str | None) -> list[str]:
+    if not raw:
+        return []
+    try:
+        val = json.loads(raw)
+    except ValueError:
+        return []
+    return [str(v) for v in val] if isinstance(val, list) else []
+
+
+async def write_drafts(
+    conn: AsyncConnection, app_name: str, user_id: str, drafts: Sequence[MemoryDraft], now: datetime
+) -> list[str]:
+    """Inserts drafts with idempotency and exact-duplicate merging; returns ids of new rows."""
+    if not drafts:
+        return []
+    stmt, params = q.existing_ids([d.memory_id for d in drafts])
+    present = {r[0] for r in (await conn.execute(stmt, params)).all()}
+    # Duplicates inside the batch collapse onto the first draft of each hash.
+    by_hash: dict[str, MemoryDraft] = {}
+    for d in drafts:
+        if d.memory_id in present:
+            continue
+        h = content_hash(d.content)
+        first = by_hash.get(h)
+        if first is None:
+            by_hash[h] = d
+        else:
+            first.event_ids = _union(first.event_ids, d.event_ids)
+            first.topics = _union(first.topics, d.topics)
+            first.importance = max(first.importance, d.importance)
+            first.supersedes = _union(first.supersedes, d.supersedes)
+    if not by_hash:
+        return []
+    stmt, params = q.find_by_hashes(app_name, user_id, list(by_hash))
+    stored: dict[str, list[Any]] = {}
+    for row in (await conn.execute(stmt, params)).all():
+        stored.setdefault(row.content_hash, []).append(row)
+    inserts: list[MemoryDraft] = []
+    merges: list[dict[str, Any]] = []
+    for h, d in by_hash.items():
+        rows = stored.get(h, [])
+        live = [r for r in rows if r.embed_status != "deleted"]
+        if live:
+            r = live[0]
+            merges.append(
+                {
+                    "memory_id": r.memory_id,
+                    "event_ids": json.dumps(_union(_loads(r.event_ids), d.event_ids)),
+                    "topics": json.dumps(_union(_loads(r.topics), d.topics)),
+                    "importance_score": max(float(r.importance_score), d.importance),
+                    "now": now,
+                }
+            )
+            continue
+        if any(set(d.event_ids) <= set(_loads(r.event_ids)) for r in rows):
+            continue  # the user deleted this very memory: do not resurrect it
+        inserts.append(d)
+    if merges:
+        await conn.execute(q.merge_into(), merges)
+    if inserts:
+        await conn.execute(
+            q.insert_memory(),
+            [
+                {
+                    "memory_id": d.memory_id,
+                    "app_name": app_name,
+                    "user_id": user_id,
+                    "content": d.content,
+                    "content_hash": content_hash(d.content),
+                    "author": d.author,
+                    "session_id": d.session_id,
+                    "event_ids": json.dumps(d.event_ids),
+                    "topics": json.dumps(d.topics),
+                    "custom_metadata": json.dumps(d.custom_metadata, default=str) if d.custom_metadata else None,
+                    "importance_score": float(d.importance),
+                    "created_at": d.created_at,
+                    "updated_at": now,
+                    "extractor": d.extractor,
+                }
+                for d in inserts
+            ],
+        )
+        for d in inserts:
+            if d.supersedes:
+                stmt, params = q.supersede(app_name, user_id, d.supersedes, d.memory_id, now)
+                await conn.execute(stmt, params)
+    return [d.memory_id for d in inserts]
+
+
+@dataclass
+class _Node:
+    memory_id: str
+    created_at: datetime
+    vec: np.ndarray
+    event_ids: list[str]
+    topics: list[str]
+    importance: float
+    in_batch: bool
+    absorbed: bool = False  # received provenance from an older row
+    target: str | None = None  # superseded by this id
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+async def merge_near_duplicates(
+    conn: AsyncConnection,
+    dialect: EngineDialect,
+    app_name: str,
+    user_id: str,
+    batch: Sequence[tuple[str, datetime, np.ndarray, list[str], list[str], float]],
+    *,
+    model: str,
+    threshold: float,
+    now: datetime,
+    scan_limit: int,
+) -> dict[str, str]:
+    """Supersedes older near-duplicates among a freshly embedded batch and the user's stored rows.
+
+    ``batch`` holds ``(memory_id, created_at, vector, event_ids, topics,
+    importance)`` for rows of one user whose vectors are about to be stored
+    (they are not ``ready`` yet, so the neighbour queries do not see them).
+    Writes the merges; returns ``{older_id: newer_id}``.
+    """
+    nodes: dict[str, _Node] = {
+        mid: _Node(mid, ts, np.asarray(v, dtype=np.float64), list(ev), list(tp), imp, True)
+        for mid, ts, v, ev, tp, imp in batch
+    }
+    neighbours: list[Any] = []
+    if dialect.native_vectors:
+        for mid, _ts, v, *_ in batch:
+            stmt, params = q.nearest_neighbour(app_name, user_id, mid, dialect.encode_vector(v), model)
+            neighbours.extend((await conn.execute(stmt, params)).all())
+    else:
+        stmt, params = q.near_duplicate_candidates(app_name, user_id, "", model, scan_limit)
+        neighbours = list((await conn.execute(stmt, params)).all())
+    for r in neighbours:
+        if r.memory_id in nodes:
+            continue
+        vec = dialect.decode_vector(r.embedding)
+        if vec is None:
+            continue
+        nodes[r.memory_id] = _Node(
+            r.memory_id, r.created_at, vec.astype(np.float64), _loads(r.event_ids), _loads(r.topics),
+            float(r.importance_score), False,
+        )
+    ordered = sorted(nodes.values(), key=lambda n: (n.created_at, n.memory_id))
+    mat = np.stack([n.vec / (np.linalg.norm(n.vec) or 1.0) for n in ordered])
+    sims = mat @ mat.T
+    merges: dict[str, str] = {}
+    for i, node in enumerate(ordered):
+        # Only pairs involving a new row: stored rows were consolidated when they arrived.
+        best, best_sim = None, threshold
+        for j in range(i + 1, len(ordered)):
+            if not (node.in_batch or ordered[j].in_batch):
+                continue
+            if sims[i, j] >= best_sim:
+                best, best_sim = ordered[j], sims[i, j]
+        if best is None:
+            continue
+        node.target = best.memory_id
+        best.event_ids = _union(best.event_ids, node.event_ids)
+        best.topics = _union(best.topics, node.topics)
+        best.importance = max(best.importance, node.importance)
+        best.absorbed = True
+        merges[node.memory_id] = best.memory_id
+    for old, new in merges.items():
+        stmt, params = q.supersede(app_name, user_id, [old], new, now)
+        await conn.execute(stmt, params)
+    updates = [
+        {
+            "memory_id": n.memory_id,
+            "event_ids": json.dumps(n.event_ids),
+            "topics": json.dumps(n.topics),
+            "importance_score": n.importance,
+            "now": now,
+        }
+        for n in ordered
+        if n.absorbed
+    ]
+    if updates:
+        await conn.execute(q.merge_into(), updates)
+    if merges:
+        logger.debug("merged %d near-duplicate memories", len(merges))
+    return merges

@@ -1,0 +1,363 @@
+"""SQL of the memory service: named builders returning statements plus their parameters; no I/O.
+
+The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
+
+1. ``ann``: the user's nearest memories by ``cosine_distance ... APPROXIMATE
+   LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``);
+2. ``ft``: the user's best full-text matches, ``MATCH(content) AGAINST(q)``
+   on the ngram index, so CJK and Korean queries hit;
+3. the union of both candidate lists is joined back to the table and every
+   candidate gets ``w_sem*sim + w_rec*recency + w_freq*frequency +
+   w_ft*ft/max(ft) + w_imp*importance`` computed in SQL, ordered, cut to k.
+
+APPROXIMATE cannot order by a composite score (the server rejects it), hence
+the candidate subqueries.  Timestamps are bound from the client: seekdb's
+``NOW(6)`` is unreliable.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Sequence
+
+from sqlalchemy import bindparam, text
+from sqlalchemy.sql.elements import TextClause
+
+from .settings import MemorySettings, ScoreWeights
+
+__all__ = [
+    "SearchFilters",
+    "ROW_COLUMNS",
+    "bump_access",
+    "claim_rows_for_embedding",
+    "delete_memory",
+    "embedding_models_in_use",
+    "existing_ids",
+    "find_by_hashes",
+    "hybrid_search",
+    "insert_memory",
+    "mark_embed_failed",
+    "merge_into",
+    "near_duplicate_candidates",
+    "nearest_neighbour",
+    "numpy_prefilter",
+    "set_embedding",
+    "supersede",
+    "sweep_unembedded",
+]
+
+T = "agent_memories"
+LN2 = 0.6931471805599453
+
+# Columns returned for every memory row, in this order (prefixed by the alias).
+ROW_COLUMNS = (
+    "memory_id",
+    "content",
+    "author",
+    "session_id",
+    "event_ids",
+    "topics",
+    "custom_metadata",
+    "importance_score",
+    "access_count",
+    "last_accessed_at",
+    "created_at",
+    "extractor",
+    "superseded_by",
+)
+
+
+@dataclass(frozen=True)
+class SearchFilters:
+    """Restricts a search; every given field must hold (AND).
+
+    Attributes:
+        topics: keep memories tagged with at least one of these topics.
+        author: keep memories by this author (``"user"``, an agent name).
+        session_id: keep memories that came from this session.
+        since: keep memories created at or after this UTC time.
+        until: keep memories created before this UTC time.
+    """
+
+    topics: Sequence[str] | None = None
+    author: str | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def _scope_where(alias: str, filters: SearchFilters | None, include_superseded: bool, params: dict[str, Any]) -> str:
+    """The WHERE body shared by every candidate list: tenant, liveness, filters."""
+    a = alias
+    parts = [f"{a}.app_name = :app", f"{a}.user_id = :user", f"{a}.embed_status <> 'deleted'"]
+    if not include_superseded:
+        parts.append(f"{a}.superseded_by IS NULL")
+    if filters is not None:
+        if filters.author is not None:
+            parts.append(f"{a}.author = :f_author")
+            params["f_author"] = filters.author
+        if filters.session_id is not None:
+            parts.append(f"{a}.session_id = :f_session")
+            params["f_session"] = filters.session_id
+        if filters.since is not None:
+            parts.append(f"{a}.created_at >= :f_since")
+            params["f_since"] = _naive_utc(filters.since)
+        if filters.until is not None:
+            parts.append(f"{a}.created_at < :f_until")
+            params["f_until"] = _naive_utc(filters.until)
+        if filters.topics:
+            ors = []
+            for i, topic in enumerate(filters.topics):
+                params[f"f_topic{i}"] = json.dumps(topic)
+                ors.append(f"JSON_CONTAINS({a}.topics, :f_topic{i})")
+            parts.append("(" + " OR ".join(ors) + ")")
+    return " AND ".join(parts)
+
+
+def _naive_utc(ts: datetime) -> datetime:
+    if ts.tzinfo is not None:
+        from datetime import timezone
+
+        ts = ts.astimezone(timezone.utc).replace(tzinfo=None)
+    return ts
+
+
+def hybrid_search(
+    *,
+    app_name: str,
+    user_id: str,
+    query_vector: str | None,
+    query_text: str,
+    embedding_model: str,
+    now: datetime,
+    top_k: int,
+    weights: ScoreWeights,
+    settings: MemorySettings,
+    filters: SearchFilters | None = None,
+    min_score: float | None = None,
+) -> tuple[TextClause, dict[str, Any]]:
+    """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
+
+    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, score``.
+    ``query_vector`` is the dialect-encoded query embedding; ``None`` runs the
+    full-text half alone (e.g. the embedder is down).
+    """
+    params: dict[str, Any] = {
+        "app": app_name,
+        "user": user_id,
+        "qtext": query_text,
+        "model": embedding_model,
+        "now": now,
+        "pool": int(settings.candidate_pool),
+        "k": int(top_k),
+        "half_life": float(settings.recency_half_life_s),
+        "freq_norm": float(settings.frequency_norm),
+        "w_sem": float(weights.semantic),
+        "w_rec": float(weights.recency),
+        "w_freq": float(weights.frequency),
+        "w_ft": float(weights.fulltext),
+        "w_imp": float(weights.importance),
+        "min_score": -1e9 if min_score is None else float(min_score),
+    }
+    ctes = []
+    branches = []
+    if query_vector is not None:
+        params["qv"] = query_vector
+        where = _scope_where("a", filters, settings.include_superseded, params)
+        approx = " APPROXIMATE" if settings.vector_search == "ann" else ""
+        ctes.append(
+            f"ann AS (SELECT a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
+            f"ORDER BY cosine_distance(a.embedding, :qv){approx} LIMIT :pool)"
+        )
+        branches.append("SELECT memory_id FROM ann")
+        sem = "CASE WHEN m.embedding IS NULL OR m.embedding_model <> :model THEN 0 ELSE 1 - cosine_distance(m.embedding, :qv) END"
+    else:
+        sem = "0"
+    has_text = bool(query_text.strip())
+    if has_text:
+        where = _scope_where("f", filters, settings.include_superseded, params)
+        ctes.append(
+            f"ft AS (SELECT f.memory_id, MATCH(f.content) AGAINST(:qtext) AS fts FROM {T} f "
+            f"WHERE {where} AND MATCH(f.content) AGAINST(:qtext) ORDER BY fts DESC LIMIT :pool)"
+        )
+        branches.append("SELECT memory_id FROM ft")
+        ft_join = "LEFT JOIN ft ON ft.memory_id = c.memory_id"
+        ft_expr = "COALESCE(ft.fts / NULLIF(MAX(ft.fts) OVER (), 0), 0)"
+    else:
+        ft_join, ft_expr = "", "0"
+    if not branches:
+        raise ValueError("hybrid_search needs a query vector or a query text")
+    ctes.append("cand AS (" + " UNION ".join(branches) + ")")
+    cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
+    out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
+    sql = f"""WITH {', '.join(ctes)}
+SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp,
+  (:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp) AS score
+FROM (
+  SELECT {cols},
+    {sem} AS sem,
+    EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, m.created_at, :now), 0) / 1000000.0 / :half_life) AS rec,
+    LEAST(LN(1 + m.access_count) / :freq_norm, 1) AS freq,
+    {ft_expr} AS ft,
+    m.importance_score AS imp
+  FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}
+) s
+WHERE (:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp) >= :min_score
+ORDER BY score DESC, s.created_at DESC, s.memory_id
+LIMIT :k"""
+    return text(sql), params
+
+
+def numpy_prefilter(
+    *,
+    app_name: str,
+    user_id: str,
+    query_text: str,
+    settings: MemorySettings,
+    filters: SearchFilters | None = None,
+) -> tuple[TextClause, dict[str, Any]]:
+    """MySQL path: the user's newest rows with embedding and full-text score, scored later in numpy.
+
+    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``, ``fts``.
+    """
+    params: dict[str, Any] = {"app": app_name, "user": user_id, "qtext": query_text, "lim": settings.numpy_scan_limit}
+    where = _scope_where("m", filters, settings.include_superseded, params)
+    fts = "MATCH(m.content) AGAINST(:qtext)" if query_text.strip() else "0"
+    cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
+    sql = (
+        f"SELECT {cols}, m.embedding, m.embedding_model, {fts} AS fts FROM {T} m "
+        f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
+    )
+    return text(sql), params
+
+
+def bump_access(memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, dict[str, Any]]:
+    """ONE statement bumping ``access_count``/``last_accessed_at`` of every returned row."""
+    stmt = text(
+        f"UPDATE {T} SET access_count = access_count + 1, last_accessed_at = :now WHERE memory_id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"now": now, "ids": list(memory_ids)}
+
+
+def insert_memory() -> TextClause:
+    """Inserts one memory row (executemany-friendly); embedding starts NULL, status ``pending``."""
+    return text(
+        f"INSERT INTO {T} (memory_id, app_name, user_id, content, content_hash, author, session_id, "
+        "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
+        "embed_status, embed_attempts, extractor) VALUES (:memory_id, :app_name, :user_id, :content, "
+        ":content_hash, :author, :session_id, :event_ids, :topics, :custom_metadata, :importance_score, 0, "
+        ":created_at, :updated_at, 'pending', 0, :extractor)"
+    )
+
+
+def existing_ids(memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+    """Which of these ids are stored already (tombstones included): the idempotency check."""
+    stmt = text(f"SELECT memory_id FROM {T} WHERE memory_id IN :ids").bindparams(bindparam("ids", expanding=True))
+    return stmt, {"ids": list(memory_ids)}
+
+
+def find_by_hashes(app_name: str, user_id: str, hashes: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+    """Live or deleted rows with one of these content hashes (exact duplicates), locked for the merge."""
+    stmt = text(
+        f"SELECT memory_id, content_hash, event_ids, topics, importance_score, embed_status FROM {T} "
+        "WHERE app_name = :app AND user_id = :user AND content_hash IN :hashes AND superseded_by IS NULL "
+        "ORDER BY created_at FOR UPDATE"
+    ).bindparams(bindparam("hashes", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "hashes": list(hashes)}
+
+
+def merge_into() -> TextClause:
+    """Writes merged provenance (event ids, topics, importance) onto the surviving row."""
+    return text(
+        f"UPDATE {T} SET event_ids = :event_ids, topics = :topics, importance_score = :importance_score, "
+        "updated_at = :now WHERE memory_id = :memory_id"
+    )
+
+
+def supersede(app_name: str, user_id: str, old_ids: Sequence[str], new_id: str, now: datetime):
+    """Marks older memories as superseded by ``new_id`` (they stay stored, out of default search)."""
+    stmt = text(
+        f"UPDATE {T} SET superseded_by = :new_id, updated_at = :now WHERE app_name = :app AND user_id = :user "
+        "AND memory_id IN :ids AND memory_id <> :new_id AND superseded_by IS NULL"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"new_id": new_id, "now": now, "app": app_name, "user": user_id, "ids": list(old_ids)}
+
+
+def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
+    """Turns a memory into a tombstone: content and vector erased, id and hash kept.
+
+    The id stays so that re-adding the same session does not resurrect what
+    the user deleted (ADK's in-memory service behaves the same way).
+    """
+    stmt = text(
+        f"UPDATE {T} SET content = '', embedding = NULL, topics = NULL, custom_metadata = NULL, "
+        "embed_status = 'deleted', updated_at = :now WHERE app_name = :app AND user_id = :user "
+        "AND memory_id = :id AND embed_status <> 'deleted'"
+    )
+    return stmt, {"now": now, "app": app_name, "user": user_id, "id": memory_id}
+
+
+def claim_rows_for_embedding(memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+    """Rows of this batch that still need a vector, with what the embedded text is built from."""
+    stmt = text(
+        f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score FROM {T} "
+        "WHERE memory_id IN :ids AND embed_status IN ('pending', 'failed')"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"ids": list(memory_ids)}
+
+
+def sweep_unembedded(limit: int, *, include_failed: bool) -> tuple[TextClause, dict[str, Any]]:
+    """Ids of rows left ``pending`` (crash, full queue) and optionally ``failed`` (embedder outage), oldest first."""
+    statuses = "('pending', 'failed')" if include_failed else "('pending')"
+    stmt = text(f"SELECT memory_id FROM {T} WHERE embed_status IN {statuses} ORDER BY updated_at LIMIT :lim")
+    return stmt, {"lim": limit}
+
+
+def set_embedding() -> TextClause:
+    """Stores one row's vector and flips it to ``ready`` in the same UPDATE: never half-made."""
+    return text(
+        f"UPDATE {T} SET embedding = :embedding, embedding_model = :model, embedding_dim = :dim, "
+        "embed_status = 'ready', updated_at = :now WHERE memory_id = :memory_id "
+        "AND embed_status IN ('pending', 'failed')"
+    )
+
+
+def mark_embed_failed(memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, dict[str, Any]]:
+    """Counts a failed attempt; status ``failed`` rows are retried by the sweep."""
+    stmt = text(
+        f"UPDATE {T} SET embed_status = 'failed', embed_attempts = embed_attempts + 1, updated_at = :now "
+        "WHERE memory_id IN :ids AND embed_status IN ('pending', 'failed')"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"now": now, "ids": list(memory_ids)}
+
+
+def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, model: str):
+    """OceanBase: the closest other live memories of the user (HNSW; once per newly embedded row)."""
+    stmt = text(
+        f"SELECT memory_id, embedding, created_at, event_ids, topics, importance_score FROM {T} "
+        "WHERE app_name = :app AND user_id = :user AND memory_id <> :id AND embed_status = 'ready' "
+        "AND superseded_by IS NULL AND embedding_model = :model "
+        "ORDER BY cosine_distance(embedding, :qv) APPROXIMATE LIMIT 3"
+    )
+    return stmt, {"qv": vector, "app": app_name, "user": user_id, "id": memory_id, "model": model}
+
+
+def near_duplicate_candidates(app_name: str, user_id: str, memory_id: str, model: str, limit: int):
+    """MySQL: the user's other live vectors, compared in numpy."""
+    stmt = text(
+        f"SELECT memory_id, embedding, created_at, event_ids, topics, importance_score FROM {T} "
+        "WHERE app_name = :app AND user_id = :user "
+        "AND memory_id <> :id AND embed_status = 'ready' AND superseded_by IS NULL AND embedding_model = :model "
+        "ORDER BY created_at DESC LIMIT :lim"
+    )
+    return stmt, {"app": app_name, "user": user_id, "id": memory_id, "model": model, "lim": limit}
+
+
+def embedding_models_in_use() -> TextClause:
+    """Distinct (model, dim) pairs of embedded rows: refuse to mix models silently."""
+    return text(
+        f"SELECT embedding_model, embedding_dim, COUNT(*) FROM {T} WHERE embedding_model IS NOT NULL "
+        "GROUP BY embedding_model, embedding_dim"
+    )

@@ -1,0 +1,103 @@
+"""The hybrid score in numpy: the MySQL/MariaDB path, mirroring ``queries.hybrid_search`` exactly.
+
+MySQL has no vector distance, so the SQL prefilter (tenant, filters, newest
+``numpy_scan_limit`` rows, ``MATCH`` score) brings rows here and the same
+candidate construction and formula run in numpy: top ``candidate_pool`` by
+cosine, union top ``candidate_pool`` by full-text, full-text normalised by
+the best full-text candidate, then the weighted sum.  A test checks that both
+paths rank the same memories the same way on seekdb.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .settings import MemorySettings, ScoreWeights
+
+__all__ = ["Signals", "rank_rows"]
+
+
+@dataclass(frozen=True)
+class Signals:
+    """One candidate's per-signal values (before weighting) and its final score."""
+
+    semantic: float
+    recency: float
+    frequency: float
+    fulltext: float
+    importance: float
+    score: float
+
+
+def rank_rows(
+    rows: Sequence[Any],
+    *,
+    query_vector: np.ndarray | None,
+    embedding_model: str,
+    decode: Callable[[object], np.ndarray | None],
+    now: datetime,
+    top_k: int,
+    weights: ScoreWeights,
+    settings: MemorySettings,
+    min_score: float | None = None,
+) -> list[tuple[Any, Signals]]:
+    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first."""
+    if not rows:
+        return []
+    n = len(rows)
+    pool = settings.candidate_pool
+    sem = np.zeros(n)
+    has_vec = np.zeros(n, dtype=bool)
+    if query_vector is not None:
+        q = np.asarray(query_vector, dtype=np.float64)
+        q = q / (np.linalg.norm(q) or 1.0)
+        for i, r in enumerate(rows):
+            if r.embedding is None or r.embedding_model != embedding_model:
+                continue
+            v = decode(r.embedding)
+            if v is None or v.size != q.size:
+                continue
+            v = v.astype(np.float64)
+            norm = np.linalg.norm(v)
+            sem[i] = float(v @ q / norm) if norm else 0.0
+            has_vec[i] = True
+    fts = np.array([float(r.fts or 0.0) for r in rows])
+    cand = np.zeros(n, dtype=bool)
+    if query_vector is not None and has_vec.any():
+        idx = np.flatnonzero(has_vec)
+        order = idx[np.argsort(-sem[idx], kind="stable")][:pool]
+        cand[order] = True
+    ft_in = np.zeros(n, dtype=bool)
+    matched = np.flatnonzero(fts > 0)
+    if matched.size:
+        top = matched[np.argsort(-fts[matched], kind="stable")][:pool]
+        ft_in[top] = True
+        cand |= ft_in
+    ft_max = fts[ft_in].max() if ft_in.any() else 0.0
+    half_life, freq_norm = settings.recency_half_life_s, settings.frequency_norm
+    out: list[tuple[Any, Signals]] = []
+    for i in np.flatnonzero(cand):
+        r = rows[i]
+        age = max((now - r.created_at).total_seconds(), 0.0)
+        rec = math.exp(-math.log(2) * age / half_life)
+        freq = min(math.log1p(r.access_count) / freq_norm, 1.0)
+        ft = float(fts[i] / ft_max) if ft_in[i] and ft_max > 0 else 0.0
+        imp = float(r.importance_score)
+        s = float(sem[i]) if has_vec[i] else 0.0
+        score = (
+            weights.semantic * s
+            + weights.recency * rec
+            + weights.frequency * freq
+            + weights.fulltext * ft
+            + weights.importance * imp
+        )
+        if min_score is not None and score < min_score:
+            continue
+        out.append((r, Signals(s, rec, freq, ft, imp, score)))
+    out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
+    return out[:top_k]

@@ -1,0 +1,444 @@
+"""``OceanBaseMemoryService``: ADK's memory API with hybrid retrieval scored inside OceanBase.
+
+The service does transactions and orchestration only: what becomes a memory
+is :mod:`.extraction`, SQL is :mod:`.queries`, merging is
+:mod:`.consolidation`, embedding happens in :mod:`.vectorizer`'s background
+worker, and the MySQL scoring is :mod:`.scoring`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import dataclasses
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
+
+from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from typing_extensions import override
+
+from .. import migrations
+from ..config import Config
+from ..engine import Database
+from ..errors import ConfigurationError, EmbeddingModelMismatchError, SchemaMissingError, ValidationError, translate_db_error
+from ..sessions.codec import check_id
+from . import queries as q
+from .consolidation import _loads, content_hash, write_drafts
+from .embedding import Embedder, default_embedder
+from .extraction import LlmExtractor, MemoryDraft, event_text, group_exchanges, memory_id_for, turn_drafts
+from .queries import SearchFilters
+from .scoring import Signals, rank_rows
+from .settings import MemorySettings, ScoreWeights
+from .vectorizer import Vectorizer
+
+if TYPE_CHECKING:
+    from google.adk.events.event import Event
+    from google.adk.sessions.session import Session
+
+__all__ = ["MemoryHit", "OceanBaseMemoryService"]
+
+logger = logging.getLogger(__name__)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One search result: the ADK entry plus the per-signal scores that ranked it."""
+
+    memory_id: str
+    entry: MemoryEntry
+    score: float
+    signals: Signals
+
+
+class OceanBaseMemoryService(BaseMemoryService):
+    """Long-term memory for ADK agents on OceanBase/seekdb (SQL scoring) or MySQL (numpy scoring).
+
+    Args:
+        url: ``seekdb:///dir``, ``oceanbase://...`` or ``mysql+aiomysql://...``; default from the environment.
+        config: a ready :class:`~adk_oceanbase.config.Config` instead of ``url``.
+        database: a shared :class:`~adk_oceanbase.engine.Database` (e.g. the session service's); not closed here.
+        engine: a caller-owned SQLAlchemy ``AsyncEngine`` (not disposed here).
+        embedder: the embedding model; default MiniLM (384-d), loaded lazily in a worker thread.
+        settings: weights, retrieval knobs, ingest policy, vectorizer; see :class:`MemorySettings`.
+        extractor: an :class:`LlmExtractor` to store LLM-extracted facts instead of raw turns.
+        auto_setup: create the schema on first use when it is missing.
+
+    Example:
+        >>> import asyncio
+        >>> from adk_oceanbase.memory import OceanBaseMemoryService, HashEmbedder
+        >>> async def main():
+        ...     async with OceanBaseMemoryService("seekdb:///tmp/adk-doc", embedder=HashEmbedder()) as mem:
+        ...         await mem.add_memory(app_name="app", user_id="u1", memories=[...])
+        ...         await mem.flush()
+        ...         return await mem.search("app", "u1", "where does the user live?", top_k=3)
+        >>> asyncio.run(main())  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        config: Config | None = None,
+        database: Database | None = None,
+        engine: AsyncEngine | None = None,
+        embedder: Embedder | None = None,
+        settings: MemorySettings | None = None,
+        extractor: LlmExtractor | None = None,
+        auto_setup: bool = True,
+    ):
+        if sum(x is not None for x in (url, config, database, engine)) > 1 and not (engine and config):
+            raise ConfigurationError("pass only one of url, config, database or engine")
+        if database is not None:
+            self._db, self._owns_db = database, False
+        else:
+            cfg = config or (Config.from_url(url) if url else Config.from_env())
+            self._db, self._owns_db = Database(cfg, engine=engine), True
+        self._embedder = embedder or default_embedder()
+        self.settings = settings or MemorySettings()
+        self._extractor = extractor
+        self._auto_setup = auto_setup
+        self._checked = False
+        self._check_lock = asyncio.Lock()
+        self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
+
+    # ------------------------------------------------------------ lifecycle
+    @property
+    def database(self) -> Database:
+        return self._db
+
+    @property
+    def embedder(self) -> Embedder:
+        return self._embedder
+
+    @property
+    def vectorizer(self) -> Vectorizer:
+        return self._vectorizer
+
+    async def setup(self) -> None:
+        """Creates or upgrades the schema (same code as ``adk-oceanbase db upgrade``), then checks the model."""
+        await migrations.upgrade(self._db)
+        self._checked = False
+        await self._engine()
+
+    async def _engine(self) -> AsyncEngine:
+        if not self._checked:
+            async with self._check_lock:
+                if not self._checked:
+                    await self._db.start()
+                    try:
+                        await migrations.check_schema(self._db)
+                    except SchemaMissingError:
+                        if not self._auto_setup:
+                            raise
+                        await migrations.upgrade(self._db)
+                    await self._check_embedding_model()
+                    self._checked = True
+                    self._vectorizer.submit(())  # starts the worker; its first sweep finds leftovers
+        return self._db.engine
+
+    async def _check_embedding_model(self) -> None:
+        """Refuses to mix embedding models or dimensions silently."""
+        want_dim = self._db.config.embedding_dim
+        if self._embedder.dim != want_dim:
+            raise EmbeddingModelMismatchError(
+                f"embedder {self._embedder.model_name} makes {self._embedder.dim}-d vectors but the memory "
+                f"column holds {want_dim}-d ones (Config.embedding_dim)"
+            )
+        async with self._db.engine.connect() as conn:
+            rows = (await conn.execute(q.embedding_models_in_use())).all()
+        others = [(m, d, n) for m, d, n in rows if m != self._embedder.model_name or d != self._embedder.dim]
+        if others:
+            desc = ", ".join(f"{m} ({d}-d, {n} rows)" for m, d, n in others)
+            raise EmbeddingModelMismatchError(
+                f"stored memories were embedded by {desc}, not {self._embedder.model_name}: use that model, "
+                "or call `await service.reembed()` to re-embed everything with the new one"
+            )
+
+    async def reembed(self) -> int:
+        """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count."""
+        await self._db.start()
+        async with self._db.engine.begin() as conn:
+            res = await conn.execute(
+                text(
+                    "UPDATE agent_memories SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, "
+                    "embed_status = 'pending', updated_at = :now WHERE embedding_model <> :m OR embedding_dim <> :d"
+                ),
+                {"now": _now(), "m": self._embedder.model_name, "d": self._embedder.dim},
+            )
+        self._checked = False
+        await self._engine()
+        return int(res.rowcount or 0)
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[AsyncConnection]:
+        engine = await self._engine()
+        try:
+            async with engine.begin() as conn:
+                yield conn
+        except DBAPIError as exc:
+            mapped = translate_db_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+
+    async def flush(self) -> None:
+        """Waits until every memory written so far has its embedding (or was marked failed)."""
+        await self._engine()
+        await self._vectorizer.flush()
+
+    async def close(self) -> None:
+        """Drains the embedding queue, then releases the database if this service created it."""
+        try:
+            await self._vectorizer.close()
+        finally:
+            if self._owns_db:
+                await self._db.close()
+            self._checked = False
+
+    async def __aenter__(self) -> "OceanBaseMemoryService":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --------------------------------------------------------------- ingest
+    @override
+    async def add_session_to_memory(self, session: "Session") -> None:
+        await self.add_events_to_memory(
+            app_name=session.app_name, user_id=session.user_id, events=session.events, session_id=session.id
+        )
+
+    @override
+    async def add_events_to_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        events: Sequence["Event"],
+        session_id: str | None = None,
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Stores new turns (or LLM facts) of ``events``; events seen before are skipped (idempotent)."""
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        meta = dict(custom_metadata or {})
+        await self._engine()
+        if self._extractor is None:
+            drafts = turn_drafts(app, user, session_id, events, self.settings, meta)
+        else:
+            drafts = await self._llm_drafts(app, user, session_id, events, meta)
+        await self._write(app, user, drafts)
+
+    async def _llm_drafts(
+        self, app: str, user: str, session_id: str | None, events: Sequence["Event"], meta: dict[str, Any]
+    ) -> list[MemoryDraft]:
+        ex = self._extractor
+        assert ex is not None
+        exchanges = group_exchanges(events)
+        if not exchanges:
+            return []
+        keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]
+        stmt, params = q.existing_ids(keys)
+        async with (await self._engine()).connect() as conn:
+            done = {r[0] for r in (await conn.execute(stmt, params)).all()}
+        drafts: list[MemoryDraft] = []
+        for key, group in zip(keys, exchanges):
+            if key in done:
+                continue
+            probe = " ".join(event_text(e) for e in group)
+            related = await self.search(app, user, probe, top_k=5, bump_access=False)
+            facts = await ex.extract(group, [(h.memory_id, _text(h.entry)) for h in related])
+            drafts.extend(ex.drafts(app, user, session_id, group, facts, meta))
+        return drafts
+
+    async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
+        if not drafts:
+            return []
+        async with self._tx() as conn:
+            new_ids = await write_drafts(conn, app, user, drafts, _now())
+        self._vectorizer.submit(new_ids)
+        return new_ids
+
+    @override
+    async def add_memory(
+        self,
+        *,
+        app_name: str,
+        user_id: str,
+        memories: Sequence[MemoryEntry],
+        custom_metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        """Stores explicit memories. ``custom_metadata`` keys ``topics`` and ``importance`` are honoured."""
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        drafts = []
+        for entry in memories:
+            body = _text(entry)
+            if not body:
+                continue
+            meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
+            topics = [str(t) for t in meta.pop("topics", None) or []]
+            importance = float(meta.pop("importance", 0.5))
+            mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
+            if len(mid) > 64:
+                raise ValidationError(f"memory id is {len(mid)} characters; the limit is 64")
+            drafts.append(
+                MemoryDraft(
+                    memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
+                    session_id=meta.pop("session_id", None), event_ids=[], extractor="manual",
+                    topics=topics, importance=min(max(importance, 0.0), 1.0), custom_metadata=meta,
+                )
+            )
+        await self._engine()
+        await self._write(app, user, drafts)
+
+    @override
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
+        """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
+        if not memory_id:
+            return
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        stmt, params = q.delete_memory(app, user, memory_id, _now())
+        async with self._tx() as conn:
+            await conn.execute(stmt, params)
+
+    # --------------------------------------------------------------- search
+    @override
+    async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
+        hits = await self.search(app_name, user_id, query)
+        return SearchMemoryResponse(memories=[h.entry for h in hits])
+
+    async def search(
+        self,
+        app_name: str,
+        user_id: str,
+        query: str,
+        *,
+        top_k: int | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        weights: ScoreWeights | Mapping[str, float] | None = None,
+        min_score: float | None = None,
+        bump_access: bool | None = None,
+    ) -> list[MemoryHit]:
+        """Hybrid search: semantic + full-text + recency + frequency + importance, best first.
+
+        On OceanBase/seekdb the whole ranking is one SQL statement; on MySQL a
+        SQL prefilter feeds the same formula in numpy.  Returned rows get their
+        ``access_count`` bumped (one UPDATE) unless ``bump_access=False``.
+        """
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        if not query or not query.strip():
+            return []
+        s = self.settings
+        k = top_k or s.top_k
+        flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
+        w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
+        ms = s.min_score if min_score is None else min_score
+        engine = await self._engine()
+        qvec = await self._query_vector(query)
+        now = _now()
+        use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
+        try:
+            async with engine.connect() as conn:
+                if use_sql:
+                    hits = await self._search_sql(conn, app, user, query, qvec, now, k, w, flt, ms)
+                else:
+                    hits = await self._search_numpy(conn, app, user, query, qvec, now, k, w, flt, ms)
+                if hits and (s.bump_access if bump_access is None else bump_access):
+                    stmt, params = q.bump_access([h.memory_id for h in hits], now)
+                    await conn.execute(stmt, params)
+                    await conn.commit()
+        except DBAPIError as exc:
+            mapped = translate_db_error(exc)
+            if mapped is exc:
+                raise
+            raise mapped from exc
+        return hits
+
+    async def _query_vector(self, query: str) -> Any:
+        try:
+            return (await asyncio.to_thread(self._embedder.embed, [query]))[0]
+        except Exception:  # degrade to full-text only rather than failing the agent's turn
+            logger.warning("query embedding failed; searching full-text only", exc_info=True)
+            return None
+
+    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
+        dialect, s = self._db.dialect, self.settings
+        if s.ef_search is not None:
+            await conn.execute(text("SET ob_hnsw_ef_search = :n"), {"n": int(s.ef_search)})
+        stmt, params = q.hybrid_search(
+            app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
+            query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
+            settings=s, filters=flt, min_score=ms,
+        )
+        rows = (await conn.execute(stmt, params)).all()
+        return [_hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score))) for r in rows]
+
+    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
+        stmt, params = q.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings, filters=flt)
+        rows = (await conn.execute(stmt, params)).all()
+        ranked = await asyncio.to_thread(
+            rank_rows, rows, query_vector=qvec, embedding_model=self._embedder.model_name,
+            decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
+        )
+        return [_hit(r, sig) for r, sig in ranked]
+
+
+def _text(entry: MemoryEntry) -> str:
+    parts = entry.content.parts or [] if entry.content else []
+    return " ".join(p.text.strip() for p in parts if p.text and p.text.strip())
+
+
+def _parse_ts(ts: str | None) -> datetime:
+    if not ts:
+        return _now()
+    try:
+        parsed = datetime.fromisoformat(ts)
+    except ValueError as exc:
+        raise ValidationError(f"MemoryEntry.timestamp must be ISO 8601, got {ts!r}") from exc
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+def _hit(row: Any, sig: Signals) -> MemoryHit:
+    meta: dict[str, Any] = {}
+    if row.custom_metadata:
+        try:
+            meta.update(json.loads(row.custom_metadata))
+        except ValueError:
+            pass
+    meta.update(
+        {
+            "memory_id": row.memory_id,
+            "session_id": row.session_id,
+            "event_ids": _loads(row.event_ids),
+            "topics": _loads(row.topics),
+            "extractor": row.extractor,
+            "importance": float(row.importance_score),
+            "access_count": int(row.access_count),
+            "superseded_by": row.superseded_by,
+            "score": sig.score,
+            "scores": dataclasses.asdict(sig),
+        }
+    )
+    entry = MemoryEntry(
+        id=row.memory_id,
+        author=row.author,
+        timestamp=row.created_at.replace(tzinfo=timezone.utc).isoformat(),
+        content=types.Content(
+            role="user" if row.author == "user" else "model", parts=[types.Part.from_text(text=row.content)]
+        ),
+        custom_metadata=meta,
+    )
+    return MemoryHit(row.memory_id, entry, sig.score, sig)

@@ -1,0 +1,201 @@
+"""OceanBaseMemoryService: ADK memory API on a real seekdb (ingest, idempotency, delete, search, filters)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session
+from google.genai import types
+from sqlalchemy import text
+
+from adk_oceanbase.errors import InvalidIdentifierError
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, SearchFilters
+
+APP, USER = "app", "u1"
+
+
+def ev(author: str, txt: str, ts: float, eid: str | None = None) -> Event:
+    return Event(
+        id=eid or Event.new_id(),
+        invocation_id="inv",
+        author=author,
+        timestamp=ts,
+        content=types.Content(role="user" if author == "user" else "model", parts=[types.Part.from_text(text=txt)]),
+    )
+
+
+@pytest.fixture
+async def memory(database):
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
+    yield svc
+    await svc.close()
+
+
+async def count_rows(database, where: str = "1=1") -> int:
+    async with database.engine.connect() as conn:
+        return (await conn.execute(text(f"SELECT COUNT(*) FROM agent_memories WHERE {where}"))).scalar_one()
+
+
+async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, database):
+    now = time.time()
+    session = Session(
+        id="s1", app_name=APP, user_id=USER, last_update_time=now,
+        events=[
+            ev("user", "My sister Anna lives in Lisbon and works as a nurse.", now - 50),
+            ev("agent", "Good to know that Anna lives in Lisbon.", now - 40),
+            ev("user", "ok", now - 30),
+            ev("user", "谢谢", now - 20),
+            ev("user", "我最喜欢的水果是苹果", now - 10),
+        ],
+    )
+    await memory.add_session_to_memory(session)
+    assert await count_rows(database) == 3
+    await memory.flush()
+    assert await count_rows(database, "embed_status = 'ready'") == 3
+
+    res = await memory.search_memory(app_name=APP, user_id=USER, query="Where does Anna live?")
+    assert res.memories, "expected a hit"
+    top = res.memories[0]
+    assert "Lisbon" in top.content.parts[0].text
+    assert top.author in ("user", "agent")
+    assert top.timestamp and top.timestamp.endswith("+00:00")
+    scores = top.custom_metadata["scores"]
+    assert set(scores) == {"semantic", "recency", "frequency", "fulltext", "importance", "score"}
+    assert top.custom_metadata["session_id"] == "s1"
+    assert len(top.custom_metadata["event_ids"]) == 1
+
+    zh = await memory.search(APP, USER, "苹果")
+    assert zh and "苹果" in zh[0].entry.content.parts[0].text
+    assert zh[0].signals.fulltext == pytest.approx(1.0)
+
+
+async def test_add_events_is_idempotent_per_event_id(memory, database):
+    now = time.time()
+    events = [ev("user", "I am allergic to peanuts and shellfish.", now, "e1"), ev("agent", "Noted your allergies.", now + 1, "e2")]
+    for _ in range(3):
+        await memory.add_events_to_memory(app_name=APP, user_id=USER, events=events, session_id="s1")
+    assert await count_rows(database) == 2
+    # A later delta with one old and one new event adds only the new one.
+    more = events[:1] + [ev("user", "My blood type is O negative.", now + 2, "e3")]
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=more, session_id="s1")
+    assert await count_rows(database) == 3
+
+
+async def test_add_memory_and_delete_keeps_a_tombstone(memory, database):
+    await memory.add_memory(
+        app_name=APP, user_id=USER,
+        memories=[
+            MemoryEntry(id="m1", author="user", content=types.Content(parts=[types.Part.from_text(text="The user's dog is called Biscuit.")]),
+                        timestamp="2024-03-01T10:00:00+00:00", custom_metadata={"topics": ["pets"], "importance": 0.9}),
+            MemoryEntry(content=types.Content(parts=[types.Part.from_text(text="The user prefers window seats on flights.")])),
+        ],
+        custom_metadata={"source": "import"},
+    )
+    await memory.flush()
+    hits = await memory.search(APP, USER, "what is the dog called")
+    assert hits[0].memory_id == "m1"
+    meta = hits[0].entry.custom_metadata
+    assert meta["topics"] == ["pets"] and meta["importance"] == pytest.approx(0.9) and meta["source"] == "import"
+    assert hits[0].entry.timestamp.startswith("2024-03-01T10:00:00")
+
+    await memory.delete_memory(app_name=APP, user_id=USER, memory_id="m1")
+    assert all(h.memory_id != "m1" for h in await memory.search(APP, USER, "dog Biscuit"))
+    async with database.engine.connect() as conn:
+        row = (await conn.execute(text("SELECT content, embedding, embed_status FROM agent_memories WHERE memory_id='m1'"))).one()
+    assert row == ("", None, "deleted")
+    # Adding the same entry again does not resurrect the deleted memory.
+    await memory.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(id="m1", content=types.Content(parts=[types.Part.from_text(text="The user's dog is called Biscuit.")]))])
+    assert await count_rows(database, "embed_status = 'deleted'") == 1
+
+
+async def test_deleted_turn_is_not_reingested_with_its_session(memory, database):
+    now = time.time()
+    session = Session(id="s1", app_name=APP, user_id=USER, last_update_time=now,
+                      events=[ev("user", "My locker code is 4471, please remember.", now, "e1")])
+    await memory.add_session_to_memory(session)
+    await memory.flush()
+    hit = (await memory.search(APP, USER, "locker code"))[0]
+    await memory.delete_memory(app_name=APP, user_id=USER, memory_id=hit.memory_id)
+    await memory.add_session_to_memory(session)
+    await memory.flush()
+    assert await memory.search(APP, USER, "locker code") == []
+
+
+async def test_tenants_are_isolated(memory):
+    now = time.time()
+    await memory.add_events_to_memory(app_name=APP, user_id="alice", events=[ev("user", "Alice's passport number is X123.", now)])
+    await memory.add_events_to_memory(app_name="other", user_id=USER, events=[ev("user", "Other app passport is Y999.", now)])
+    await memory.flush()
+    assert await memory.search(APP, USER, "passport number") == []
+    assert [h.entry.content.parts[0].text for h in await memory.search(APP, "alice", "passport number")] == ["Alice's passport number is X123."]
+    with pytest.raises(InvalidIdentifierError):
+        await memory.search("", USER, "x")
+
+
+async def test_filters_topics_author_session_time(memory):
+    base = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    entries = [
+        ("t1", "user", "s1", base, ["travel"], "Trip to Kyoto planned for April."),
+        ("t2", "agent", "s1", base + timedelta(days=10), ["travel", "food"], "Recommended ramen shops in Kyoto."),
+        ("t3", "user", "s2", base + timedelta(days=20), ["food"], "User loves spicy ramen in Kyoto."),
+    ]
+    await memory.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(id=i, author=a, timestamp=t.isoformat(), content=types.Content(parts=[types.Part.from_text(text=c)]),
+                    custom_metadata={"topics": tp, "session_id": s})
+        for i, a, s, t, tp, c in entries
+    ])
+    await memory.flush()
+
+    async def ids(**f):
+        return sorted(h.memory_id for h in await memory.search(APP, USER, "Kyoto", filters=SearchFilters(**f)))
+
+    assert await ids() == ["t1", "t2", "t3"]
+    assert await ids(topics=["food"]) == ["t2", "t3"]
+    assert await ids(author="user") == ["t1", "t3"]
+    assert await ids(session_id="s1") == ["t1", "t2"]
+    assert await ids(since=base + timedelta(days=5), until=base + timedelta(days=15)) == ["t2"]
+    assert sorted(h.memory_id for h in await memory.search(APP, USER, "Kyoto", filters={"topics": ["travel"], "author": "agent"})) == ["t2"]
+
+
+async def test_access_count_bumped_in_one_statement_and_frequency_signal(database):
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder())
+    try:
+        now = time.time()
+        await svc.add_events_to_memory(app_name=APP, user_id=USER, events=[
+            ev("user", "The wifi password at home is sunflower42.", now), ev("user", "The garage door code is 1234.", now)])
+        await svc.flush()
+        for _ in range(3):
+            hits = await svc.search(APP, USER, "wifi password", top_k=1)
+        assert hits[0].entry.custom_metadata["access_count"] == 2  # read before this search's bump
+        assert hits[0].signals.frequency > 0
+        async with database.engine.connect() as conn:
+            rows = dict((await conn.execute(text("SELECT content, access_count FROM agent_memories"))).all())
+        assert rows["The wifi password at home is sunflower42."] == 3
+        assert rows["The garage door code is 1234."] == 0
+        no_bump = await svc.search(APP, USER, "wifi password", top_k=1, bump_access=False)
+        assert no_bump[0].entry.custom_metadata["access_count"] == 3
+        assert (await svc.search(APP, USER, "wifi password", top_k=1, bump_access=False))[0].entry.custom_metadata["access_count"] == 3
+    finally:
+        await svc.close()
+
+
+async def test_min_score_and_weights_change_the_ranking(memory):
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    new = datetime.now(timezone.utc) - timedelta(hours=1)
+    await memory.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(id="old", timestamp=old.isoformat(), content=types.Content(parts=[types.Part.from_text(text="User's favourite colour is green.")])),
+        MemoryEntry(id="new", timestamp=new.isoformat(), content=types.Content(parts=[types.Part.from_text(text="User's favourite colour is now purple.")])),
+    ])
+    await memory.flush()
+    lexical = await memory.search(APP, USER, "favourite colour green", weights={"recency": 0.0})
+    assert lexical[0].memory_id == "old"
+    recent = await memory.search(APP, USER, "favourite colour green", weights={"recency": 2.0})
+    assert recent[0].memory_id == "new"
+    assert recent[0].signals.recency > 0.99 and recent[1].signals.recency < 0.01
+    best = recent[0].score
+    assert [h.memory_id for h in await memory.search(APP, USER, "favourite colour green", weights={"recency": 2.0}, min_score=best - 1e-6)] == ["new"]
