@@ -1,0 +1,112 @@
+-- adk-oceanbase schema for MySQL 8 / MariaDB 10.6+, equivalent to Alembic head (revision 0002) and adk_oceanbase/schema.py.
+-- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
+-- This file is for DBAs who apply DDL by hand; tests/test_sql_files.py checks it matches a migrated database.
+-- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.
+
+CREATE TABLE agent_sessions (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  last_seq BIGINT NOT NULL DEFAULT 0,         -- seq of the newest event; the append compare-and-set revision
+  event_count BIGINT NOT NULL DEFAULT 0,
+  total_tokens BIGINT NOT NULL DEFAULT 0,
+  last_update_time DOUBLE NOT NULL,           -- exact float epoch ADK returns as Session.last_update_time
+  created_at DATETIME(6) NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_agent_sessions PRIMARY KEY (app_name, user_id, session_id),
+  INDEX ix_sessions_user_recent (app_name, user_id, last_update_time, session_id),
+  INDEX ix_sessions_app_recent (app_name, last_update_time, user_id, session_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE session_events (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  seq BIGINT NOT NULL,                        -- per-session order: 1, 2, 3, ...
+  event_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  invocation_id VARCHAR(256) COLLATE utf8mb4_bin,
+  author VARCHAR(256),
+  branch VARCHAR(512),
+  event_type VARCHAR(32) NOT NULL,            -- message | function_call | function_response | compaction | state | error | other
+  ts DOUBLE NOT NULL,                         -- the event's own timestamp (epoch seconds)
+  event_time DATETIME(6) NOT NULL,            -- the same instant, UTC, for people
+  token_count INTEGER NOT NULL DEFAULT 0,
+  is_final SMALLINT NOT NULL DEFAULT 0,
+  compacted_by BIGINT,                        -- seq of the compaction event covering this one; NULL while live
+  event_json LONGTEXT NOT NULL,               -- the full ADK Event as JSON
+  CONSTRAINT pk_session_events PRIMARY KEY (app_name, user_id, session_id, seq),
+  CONSTRAINT uq_session_events_event_id UNIQUE (app_name, user_id, session_id, event_id),
+  INDEX ix_events_session_ts (app_name, user_id, session_id, ts)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE session_state (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  scope VARCHAR(8) COLLATE utf8mb4_bin NOT NULL,          -- app | user | session
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,      -- '' for app scope
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,   -- '' for app and user scopes
+  state_key VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,    -- without the app:/user: prefix
+  value_json LONGTEXT NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_session_state PRIMARY KEY (app_name, scope, user_id, session_id, state_key)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agent_memories (
+  memory_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  content LONGTEXT NOT NULL,
+  content_hash VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,  -- sha256 of normalised content (exact dedupe)
+  author VARCHAR(256),
+  session_id VARCHAR(128) COLLATE utf8mb4_bin,
+  event_ids LONGTEXT,                                     -- JSON list: provenance
+  topics LONGTEXT,                                        -- JSON list of strings
+  custom_metadata LONGTEXT,                               -- JSON object
+  importance_score FLOAT NOT NULL DEFAULT 0.5,
+  access_count INTEGER NOT NULL DEFAULT 0,
+  last_accessed_at DATETIME(6),
+  created_at DATETIME(6) NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  embedding LONGBLOB,
+  embedding_model VARCHAR(128),
+  embedding_dim INTEGER,
+  embed_status VARCHAR(16) NOT NULL DEFAULT 'pending',   -- pending | ready | failed
+  embed_attempts INTEGER NOT NULL DEFAULT 0,
+  extractor VARCHAR(64),
+  superseded_by VARCHAR(64) COLLATE utf8mb4_bin,
+  CONSTRAINT pk_agent_memories PRIMARY KEY (memory_id),
+  INDEX ix_memories_user_time (app_name, user_id, created_at),
+  INDEX ix_memories_user_hash (app_name, user_id, content_hash),
+  INDEX ix_memories_embed_status (embed_status, updated_at)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content);
+-- MySQL/MariaDB have no vector index: vectors are little-endian float32 bytes scored in numpy after an SQL prefilter.
+
+CREATE OR REPLACE VIEW v_sessions AS
+SELECT app_name, user_id, session_id, created_at, updated_at,
+       TIMESTAMPDIFF(SECOND, created_at, updated_at) AS active_seconds,
+       event_count, total_tokens, last_seq
+FROM agent_sessions;
+
+-- One row per stored event with the readable bits pulled out of the JSON.
+CREATE OR REPLACE VIEW v_session_events AS
+SELECT app_name, user_id, session_id, seq, event_time, author, event_type, invocation_id,
+       token_count, is_final, compacted_by IS NOT NULL AS compacted,
+       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].text')) AS first_text,
+       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_call.name')) AS function_call,
+       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_response.name')) AS function_response
+FROM session_events;
+
+-- State as ADK shows it: app:/user: prefixes restored.
+CREATE OR REPLACE VIEW v_state AS
+SELECT app_name, scope, user_id, session_id,
+       CONCAT(CASE scope WHEN 'app' THEN 'app:' WHEN 'user' THEN 'user:' ELSE '' END, state_key) AS state_key,
+       value_json, updated_at
+FROM session_state;
+
+-- Memories without the embedding column.
+CREATE OR REPLACE VIEW v_memories AS
+SELECT memory_id, app_name, user_id, content, author, session_id, topics, importance_score,
+       access_count, last_accessed_at, created_at, updated_at, embed_status, embedding_model,
+       extractor, superseded_by IS NOT NULL AS superseded
+FROM agent_memories;
