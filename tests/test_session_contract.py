@@ -17,7 +17,6 @@ import asyncio
 import time
 
 import pytest
-import pytest_asyncio
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.events.event import Event
@@ -31,14 +30,14 @@ from adk_oceanbase import OceanBaseSessionService
 APP = "contract_app"
 
 
-@pytest_asyncio.fixture(params=["in_memory", "oceanbase"])
-async def svc(request, database):
+@pytest.fixture(params=["in_memory", "oceanbase", "mariadb"])
+def svc(request):
+    """ADK's reference service, ours on seekdb, ours on MariaDB (the MySQL path)."""
     if request.param == "in_memory":
-        yield InMemorySessionService()
-    else:
-        service = OceanBaseSessionService(database=database)
-        yield service
-        await service.close()
+        return InMemorySessionService()
+    # a shared Database: the service does not own it, so there is nothing to close here
+    db = request.getfixturevalue("database" if request.param == "oceanbase" else "mariadb_database")
+    return OceanBaseSessionService(database=db)
 
 
 def is_ours(svc) -> bool:

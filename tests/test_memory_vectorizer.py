@@ -1,0 +1,164 @@
+"""Background vectorization: non-blocking ingest, retries, backpressure, no row ever lost, model checks."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+from sqlalchemy import text
+
+from adk_oceanbase.errors import EmbeddingModelMismatchError
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService
+
+APP, USER = "app", "u1"
+FAST = dict(retry_base_s=0.01, batch_wait_s=0.0, bump_access=False)
+
+
+def entries(n: int, prefix: str = "fact") -> list[MemoryEntry]:
+    return [MemoryEntry(content=types.Content(parts=[types.Part.from_text(text=f"{prefix} number {i} about topic {i * 7}")])) for i in range(n)]
+
+
+class FlakyEmbedder(HashEmbedder):
+    """Fails the first ``failures`` calls, then works; can be switched off entirely."""
+
+    def __init__(self, failures: int = 0):
+        super().__init__()
+        self.failures = failures
+        self.calls = 0
+        self.broken = False
+        self.threads: set[int] = set()
+
+    def embed(self, texts):
+        self.calls += 1
+        self.threads.add(threading.get_ident())
+        if self.broken or self.calls <= self.failures:
+            raise ConnectionError("embedding backend unavailable")
+        return super().embed(texts)
+
+
+async def statuses(database) -> dict[str, int]:
+    async with database.engine.connect() as conn:
+        return dict((await conn.execute(text("SELECT embed_status, COUNT(*) FROM agent_memories GROUP BY embed_status"))).all())
+
+
+async def test_failed_embedding_is_retried_then_stored(database):
+    emb = FlakyEmbedder(failures=2)
+    svc = OceanBaseMemoryService(database=database, embedder=emb, settings=MemorySettings(max_attempts=4, **FAST))
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER, memories=entries(5))
+        await svc.flush()
+        assert await statuses(database) == {"ready": 5}
+        assert svc.vectorizer.stats["failed_attempts"] == 2
+        assert threading.get_ident() not in emb.threads  # the model never ran on the event loop thread
+        assert len(await svc.search(APP, USER, "fact number 3")) > 0
+    finally:
+        await svc.close()
+
+
+async def test_rows_are_never_lost_when_the_embedder_is_down(database):
+    emb = FlakyEmbedder()
+    emb.broken = True
+    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, **FAST)
+    svc = OceanBaseMemoryService(database=database, embedder=emb, settings=settings)
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER, memories=entries(3))
+        await svc.flush()
+        assert await statuses(database) == {"failed": 3}
+        # Full-text still finds them, but never through a half-made vector.
+        hits = await svc.search(APP, USER, "fact number")
+        assert hits and all(h.signals.semantic == 0 for h in hits)
+        emb.broken = False  # the backend recovers; the periodic sweep picks the rows up again
+        for _ in range(100):
+            if await statuses(database) == {"ready": 3}:
+                break
+            await asyncio.sleep(0.05)
+        assert await statuses(database) == {"ready": 3}
+        async with database.engine.connect() as conn:
+            attempts = {r[0] for r in (await conn.execute(text("SELECT embed_attempts FROM agent_memories"))).all()}
+        assert attempts == {1}
+    finally:
+        await svc.close()
+
+
+async def test_rows_left_by_a_dead_process_are_picked_up_by_the_next(database):
+    dead = FlakyEmbedder()
+    dead.broken = True
+    svc1 = OceanBaseMemoryService(database=database, embedder=dead, settings=MemorySettings(max_attempts=1, **FAST))
+    await svc1.add_memory(app_name=APP, user_id=USER, memories=entries(4))
+    await svc1.close()
+    assert await statuses(database) == {"failed": 4}
+    async with database.engine.begin() as conn:  # as if the process died before its worker ran
+        await conn.execute(text("UPDATE agent_memories SET embed_status = 'pending' WHERE memory_id IN "
+                                "(SELECT memory_id FROM (SELECT memory_id FROM agent_memories LIMIT 2) x)"))
+    svc2 = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
+    try:
+        await svc2.flush()
+        assert await statuses(database) == {"ready": 4}
+    finally:
+        await svc2.close()
+
+
+async def test_backpressure_overflow_stays_pending_until_swept(database):
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(queue_size=3, batch_size=2, **FAST))
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER, memories=entries(25))
+        assert svc.vectorizer.stats["dropped_to_backlog"] > 0
+        await svc.flush()
+        assert await statuses(database) == {"ready": 25}
+        assert svc.vectorizer.stats["embedded"] == 25
+    finally:
+        await svc.close()
+
+
+async def test_ingest_does_not_wait_for_a_slow_model_and_close_drains(database):
+    class Slow(HashEmbedder):
+        def embed(self, texts):
+            time.sleep(0.5)
+            return super().embed(texts)
+
+    svc = OceanBaseMemoryService(database=database, embedder=Slow(), settings=MemorySettings(batch_size=64, **FAST))
+    await svc.add_memory(app_name=APP, user_id=USER, memories=entries(1, "warm"))  # schema check, worker start
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    t = asyncio.create_task(ticker())
+    try:
+        t0 = time.perf_counter()
+        await svc.add_memory(app_name=APP, user_id=USER, memories=entries(10))
+        assert time.perf_counter() - t0 < 0.4, "add_memory waited for the embedding model"
+        assert (await statuses(database)).get("pending", 0) >= 1
+        await svc.close()  # drains: everything embedded before close returns
+        assert await statuses(database) == {"ready": 11}
+        assert ticks >= 30, "the event loop was blocked while the model ran"
+    finally:
+        t.cancel()
+
+
+async def test_mixing_embedding_models_is_refused_until_reembedded(database):
+    a = OceanBaseMemoryService(database=database, embedder=HashEmbedder(model_name="model-a"), settings=MemorySettings(**FAST))
+    await a.add_memory(app_name=APP, user_id=USER, memories=entries(3))
+    await a.close()
+    b = OceanBaseMemoryService(database=database, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
+    try:
+        with pytest.raises(EmbeddingModelMismatchError, match="model-a"):
+            await b.search(APP, USER, "fact")
+        assert await b.reembed() == 3
+        await b.flush()
+        async with database.engine.connect() as conn:
+            models = {r[0] for r in (await conn.execute(text("SELECT embedding_model FROM agent_memories"))).all()}
+        assert models == {"model-b"}
+        assert await b.search(APP, USER, "fact number 1")
+    finally:
+        await b.close()
+    with pytest.raises(EmbeddingModelMismatchError, match="384"):
+        wrong = OceanBaseMemoryService(database=database, embedder=HashEmbedder(dim=64))
+        await wrong.search(APP, USER, "x")
