@@ -55,6 +55,11 @@ class Vectorizer:
         self._task: asyncio.Task[None] | None = None
         self._backlog = True  # rows pending from before we started: sweep once
         self._sweep_lock: asyncio.Lock | None = None
+        self._initial_sweep: asyncio.Event | None = None
+        # Bumped on every overflow: a sweep whose query ran before an overflow
+        # (its snapshot may predate the overflowing rows' commit) must not
+        # clear the backlog flag.
+        self._overflows = 0
         self._closing = False
         self.stats: dict[str, int] = defaultdict(int)
         """Counters: ``embedded``, ``merged``, ``failed_attempts``, ``failed_batches``, ``dropped_to_backlog``."""
@@ -64,6 +69,7 @@ class Vectorizer:
         if self._queue is None:
             self._queue = asyncio.Queue(maxsize=self._settings.queue_size)
             self._sweep_lock = asyncio.Lock()
+            self._initial_sweep = asyncio.Event()
         if self._task is None or self._task.done():
             self._closing = False
             self._task = asyncio.get_running_loop().create_task(self._run(), name="adk-oceanbase-vectorizer")
@@ -80,17 +86,21 @@ class Vectorizer:
                 self._queued.add(mid)
             except asyncio.QueueFull:
                 self._backlog = True
+                self._overflows += 1
                 self.stats["dropped_to_backlog"] += 1
 
     async def flush(self) -> None:
         """Waits until every submitted or pending row has been embedded (or marked failed)."""
         queue = self._ensure_started()
+        assert self._initial_sweep is not None
+        await self._initial_sweep.wait()
         while True:
             await queue.join()
             if not self._backlog:
                 return
-            if await self._sweep(include_failed=False) == 0 and queue.empty():
-                return
+            # Queues what the backlog holds; the next join() waits for it.  Ends:
+            # the flag is only kept while at least a queue's worth is pending.
+            await self._sweep(include_failed=False)
 
     async def close(self) -> None:
         """Drains the queue, then stops the worker."""
@@ -115,11 +125,16 @@ class Vectorizer:
             room = self._queue.maxsize - self._queue.qsize()
             if room <= 0:
                 return 0
-            stmt, params = q.sweep_unembedded(room + len(self._queued), include_failed=include_failed)
+            overflows = self._overflows
+            limit = room + len(self._queued)
+            stmt, params = q.sweep_unembedded(limit, include_failed=include_failed)
             async with self._db.engine.connect() as conn:
                 ids = [r[0] for r in (await conn.execute(stmt, params)).all()]
             fresh = [i for i in ids if i not in self._queued][:room]
-            self._backlog = len(ids) >= room + len(self._queued)
+            if len(ids) >= limit:
+                self._backlog = True
+            elif overflows == self._overflows:
+                self._backlog = False
             for mid in fresh:
                 self._queue.put_nowait(mid)
                 self._queued.add(mid)
@@ -129,6 +144,10 @@ class Vectorizer:
         assert self._queue is not None
         queue = self._queue
         s = self._settings
+        # Rows a previous process left pending or failed (crash, outage): retry them now.
+        await self._safe_sweep(include_failed=True)
+        assert self._initial_sweep is not None
+        self._initial_sweep.set()
         while not self._closing:
             try:
                 first = await asyncio.wait_for(queue.get(), timeout=s.sweep_interval_s)
