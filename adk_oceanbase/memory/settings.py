@@ -94,7 +94,7 @@ class MemorySettings:
     """Cosine similarity at or above which a new memory is merged into an older one."""
 
     consolidate: bool = True
-    """Run exact and near-duplicate merging on ingest."""
+    """Merge near duplicates when rows get their vectors (exact duplicates are always merged)."""
 
     # ----------------------------------------------------------- vectorizer
     queue_size: int = 1024
