@@ -146,7 +146,8 @@ class SentenceTransformerEmbedder:
                 except ImportError:
                     ref = "sentence-transformers/" + DEFAULT_MODEL
             model = SentenceTransformer(ref, device=self._device)
-            actual = int(model.get_sentence_embedding_dimension())
+            get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            actual = int(get_dim())
             if actual != self.dim:
                 raise ConfigurationError(f"model {self.model_name} makes {actual}-d vectors, dim={self.dim} declared")
             self._model = model
