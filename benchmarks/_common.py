@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as _dt
+import gc
 import json
 import math
 import os
@@ -34,6 +35,7 @@ __all__ = [
     "summarize",
     "Timer",
     "time_async_repeated",
+    "time_async_paired",
     "environment",
     "print_environment",
     "write_json",
@@ -229,17 +231,54 @@ async def time_async_repeated(
     warmup: int = 1,
 ) -> list[float]:
     """Runs ``fn`` ``warmup`` times untimed, then at least ``min_reps`` and at most ``max_reps``
-    timed repetitions, stopping early once ``budget_s`` seconds of timed work have passed."""
+    timed repetitions, stopping early once ``budget_s`` seconds of timed work have passed.
+
+    A full ``gc.collect()`` runs (untimed) before each repetition: loading thousands of
+    pydantic events otherwise triggers generation-2 collections at random points, which
+    measured here turned a 50-70 ms load into 150-450 ms outliers for whichever service
+    happened to be running.
+    """
     for _ in range(warmup):
         await fn()
     samples: list[float] = []
     spent = 0.0
     while len(samples) < max_reps and (len(samples) < min_reps or spent < budget_s):
+        gc.collect()
         t0 = time.perf_counter()
         await fn()
         dt = time.perf_counter() - t0
         samples.append(dt)
         spent += dt
+    return samples
+
+
+async def time_async_paired(
+    fns: dict[str, Callable[[], Awaitable[Any]]],
+    *,
+    min_reps: int = 3,
+    max_reps: int = 50,
+    budget_s: float = 5.0,
+    warmup: int = 1,
+) -> dict[str, list[float]]:
+    """Like :func:`time_async_repeated` for several systems at once, alternating them sample by
+    sample (and the order each round), so load from other processes on a shared machine hits
+    every system alike instead of whichever phase happened to run during it."""
+    names = list(fns)
+    for _ in range(warmup):
+        for name in names:
+            await fns[name]()
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    spent = 0.0
+    rep = 0
+    while rep < max_reps and (rep < min_reps or spent < budget_s * len(names)):
+        for name in names if rep % 2 == 0 else reversed(names):
+            gc.collect()
+            t0 = time.perf_counter()
+            await fns[name]()
+            dt = time.perf_counter() - t0
+            samples[name].append(dt)
+            spent += dt
+        rep += 1
     return samples
 
 

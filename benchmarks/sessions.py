@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import hashlib
 import inspect
 import json
@@ -43,6 +44,7 @@ from _common import (  # noqa: E402  (script-style import of the sibling module)
     print_environment,
     seekdb_or_url,
     summarize,
+    time_async_paired,
     time_async_repeated,
     write_json,
 )
@@ -257,27 +259,43 @@ async def make_ours(host: str, port: int, user: str, pw: str | None, db: str) ->
 
 
 # =========================================================================== phases
+# Every phase runs all systems sample by sample, alternating their order, so that load from
+# other processes on a shared machine lands on both services alike (measured here: a full run
+# under another agent's test suite moved single-system phases by 2-3x).
 Result = dict[str, Any]
+Systems = list[System]
 
 
-async def phase_sessions(sys_: System, wl: Workload, n: int, page: int) -> Result:
+def _order(systems: Systems, i: int) -> Systems:
+    return systems if i % 2 == 0 else systems[::-1]
+
+
+async def _paired(systems: Systems, fn: Callable[[System], Awaitable[Any]], **kw: Any) -> dict[str, list[float]]:
+    return await time_async_paired({s.name: (lambda s=s: fn(s)) for s in systems}, **kw)
+
+
+async def phase_sessions(systems: Systems, seed: int, n: int, page: int) -> dict[str, Result]:
     """create_session latency over ``n`` creates, then list all ``n`` and (ours) a page of ``page``."""
     user = "u-list"
-    lat: list[float] = []
+    wl = Workload(seed, "sessions")
+    states = [wl.initial_state(i) for i in range(n)]
+    lat: dict[str, list[float]] = {s.name: [] for s in systems}
     for i in range(n):
-        state = wl.initial_state(i)
-        t0 = time.perf_counter()
-        await sys_.svc.create_session(app_name=APP, user_id=user, state=state, session_id=f"s-{i:05d}")
-        lat.append(time.perf_counter() - t0)
-    out: Result = {"create_session": summarize(lat)}
+        for s in _order(systems, i):
+            t0 = time.perf_counter()
+            await s.svc.create_session(app_name=APP, user_id=user, state=dict(states[i]), session_id=f"s-{i:05d}")
+            lat[s.name].append(time.perf_counter() - t0)
+    out: dict[str, Result] = {s.name: {"create_session": summarize(lat[s.name])} for s in systems}
 
-    async def _list() -> None:
-        resp = await sys_.svc.list_sessions(app_name=APP, user_id=user)
+    async def _list(s: System) -> None:
+        resp = await s.svc.list_sessions(app_name=APP, user_id=user)
         assert len(resp.sessions) == n, len(resp.sessions)
 
-    out[f"list_sessions_{n}"] = summarize(await time_async_repeated(_list, min_reps=5, max_reps=30, budget_s=5))
-    if hasattr(sys_.svc, "list_sessions_page"):
-        out.update(await _page_timings(sys_.svc, user, n, page))
+    for name, xs in (await _paired(systems, _list, min_reps=5, max_reps=30, budget_s=5)).items():
+        out[name][f"list_sessions_{n}"] = summarize(xs)
+    for s in systems:
+        if hasattr(s.svc, "list_sessions_page"):
+            out[s.name].update(await _page_timings(s.svc, user, n, page))
     return out
 
 
@@ -312,102 +330,109 @@ async def _page_timings(svc: Any, user: str, n: int, page: int) -> Result:
     return out
 
 
-async def phase_growing(sys_: System, wl_events: list[Event], n_append: int, sizes: list[int]) -> tuple[Result, Any]:
-    """One session grows to max(sizes): the first ``n_append`` appends are the append benchmark;
-    at each size, get_session full and last-20 are timed."""
-    sess = await sys_.svc.create_session(app_name=APP, user_id="u-grow", session_id="grow", state={"user:tier": "gold"})
-    out: Result = {}
-    lat: list[float] = []
-    deep: list[float] = []
+async def phase_growing(systems: Systems, events: list[Event], n_append: int, sizes: list[int]) -> dict[str, Result]:
+    """One session per system grows to max(sizes), event by event, systems alternating. The first
+    ``n_append`` appends are the append benchmark; at each size get_session full and last-20 are timed."""
+    sess = {s.name: await s.svc.create_session(app_name=APP, user_id="u-grow", session_id="grow", state={"user:tier": "gold"})
+            for s in systems}
+    out: dict[str, Result] = {s.name: {} for s in systems}
+    head: dict[str, list[float]] = {s.name: [] for s in systems}
+    deep: dict[str, list[float]] = {s.name: [] for s in systems}
     done = 0
-    for size in sorted(sizes):
-        chunk = wl_events[done:size]
-        head = chunk[: max(0, n_append - done)]
-        await sys_.append_timed(sess, head, lat)
-        await sys_.append_timed(sess, chunk[len(head):], deep)
+    for size in sorted(set(sizes) | {n_append}):
+        for i in range(done, size):
+            for s in _order(systems, i):
+                await s.append_timed(sess[s.name], events[i:i + 1], head[s.name] if i < n_append else deep[s.name])
         done = size
+        if size not in sizes:
+            continue
         for label, cfg in (("full", None), ("last20", GetSessionConfig(num_recent_events=20))):
-            async def _get(cfg: GetSessionConfig | None = cfg, want: int = size) -> None:
-                s = await sys_.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow", config=cfg)
-                assert len(s.events) == (want if cfg is None else min(20, want)), len(s.events)
+            async def _get(s: System, cfg: GetSessionConfig | None = cfg, want: int = size) -> None:
+                got = await s.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow", config=cfg)
+                assert len(got.events) == (want if cfg is None else min(20, want)), len(got.events)
 
             budget = 8.0 if size >= 5000 else 4.0
-            out[f"get_session_{label}_{size}"] = summarize(await time_async_repeated(_get, min_reps=5, max_reps=50, budget_s=budget))
-    if len(lat) < n_append:  # sizes smaller than the append benchmark: finish it on the same session
-        await sys_.append_timed(sess, wl_events[done:n_append], lat)
-    out[f"append_event_{len(lat)}"] = {**summarize(lat), "events_per_s": len(lat) / sum(lat)}
-    if deep:
-        out[f"append_event_deep_{n_append}_to_{max(sizes)}"] = {**summarize(deep), "events_per_s": len(deep) / sum(deep)}
-    return out, sess
+            for name, xs in (await _paired(systems, _get, min_reps=5, max_reps=50, budget_s=budget)).items():
+                out[name][f"get_session_{label}_{size}"] = summarize(xs)
+    for s in systems:
+        lat = head[s.name]
+        out[s.name][f"append_event_{len(lat)}"] = {**summarize(lat), "events_per_s": len(lat) / sum(lat)}
+        if deep[s.name]:
+            d = deep[s.name]
+            out[s.name][f"append_event_deep_{n_append}_to_{max(sizes)}"] = {**summarize(d), "events_per_s": len(d) / sum(d)}
+    return out
 
 
-async def phase_writers(sys_: System, wl: Workload, writers: int, per_writer: int) -> Result:
-    """``writers`` concurrent tasks, each appending ``per_writer`` events to its own session."""
-    sessions = [
-        await sys_.svc.create_session(app_name=APP, user_id=f"u-w{i}", session_id=f"w-{i}") for i in range(writers)
-    ]
+async def phase_writers(systems: Systems, seed: int, writers: int, per_writer: int, rounds: int = 3) -> dict[str, Result]:
+    """``writers`` concurrent tasks, each appending ``per_writer`` events to its own session; the
+    systems take turns for ``rounds`` rounds (fresh sessions each round), events/s over total wall time."""
+    wl = Workload(seed, "writers")
     batches = [wl.take(per_writer) for _ in range(writers)]
-    lat: list[float] = []
+    lat: dict[str, list[float]] = {s.name: [] for s in systems}
+    wall: dict[str, float] = {s.name: 0.0 for s in systems}
+    for r in range(rounds):
+        for s in _order(systems, r):
+            sessions = [await s.svc.create_session(app_name=APP, user_id=f"u-w{i}", session_id=f"w{r}-{i}") for i in range(writers)]
+            gc.collect()
+            with Timer() as t:
+                await asyncio.gather(*(s.append_timed(sessions[i], batches[i], lat[s.name]) for i in range(writers)))
+            wall[s.name] += t.elapsed
+    total = writers * per_writer * rounds
+    return {s.name: {f"concurrent_writers_{writers}": {**summarize(lat[s.name]), "events": total, "rounds": rounds,
+                                                       "wall_s": wall[s.name], "events_per_s": total / wall[s.name]}}
+            for s in systems}
 
-    async def _writer(i: int) -> None:
-        await sys_.append_timed(sessions[i], batches[i], lat)
 
-    with Timer() as t:
-        await asyncio.gather(*(_writer(i) for i in range(writers)))
-    total = writers * per_writer
-    return {f"concurrent_writers_{writers}": {**summarize(lat), "events": total, "wall_s": t.elapsed, "events_per_s": total / t.elapsed}}
-
-
-async def phase_compaction(sys_: System, size: int, keep: int, wl: Workload) -> Result:
+async def phase_compaction(systems: Systems, size: int, keep: int, seed: int) -> dict[str, Result]:
     """Appends one ADK compaction event covering all but the last ``keep`` raw events of the
     ``size``-event session, then times the DEFAULT load and counts what reaches the model."""
-    full = await sys_.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow")
-    raw = [e for e in full.events if not (e.actions and e.actions.compaction)]
-    before_tokens, counter = token_estimate(model_contents(raw))
-    summary = wl._text(250, 400)
-    comp = Event(
-        id=wl._id(), invocation_id="e-compaction", author=AGENT,
-        actions=EventActions(compaction=EventCompaction(
-            start_timestamp=raw[0].timestamp, end_timestamp=raw[-keep - 1].timestamp,
-            compacted_content=types.Content(role="model", parts=[types.Part(text=summary)]))),
-    )
-    comp.timestamp = time.time()
-    await sys_.svc.append_event(full, comp)
+    wl = Workload(seed, "compaction")
+    summary, comp_id = wl._text(250, 400), wl._id()
+    out: dict[str, Result] = {s.name: {} for s in systems}
+    before: dict[str, int] = {}
+    for s in systems:
+        full = await s.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow")
+        raw = [e for e in full.events if not (e.actions and e.actions.compaction)]
+        before[s.name], counter = token_estimate(model_contents(raw))
+        comp = Event(
+            id=comp_id, invocation_id="e-compaction", author=AGENT,
+            actions=EventActions(compaction=EventCompaction(
+                start_timestamp=raw[0].timestamp, end_timestamp=raw[-keep - 1].timestamp,
+                compacted_content=types.Content(role="model", parts=[types.Part(text=summary)]))),
+        )
+        comp.timestamp = time.time()
+        await s.svc.append_event(full, comp)
     loaded: dict[str, Any] = {}
 
-    async def _load() -> None:
-        loaded["s"] = await sys_.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow")
+    async def _load(s: System) -> None:
+        loaded[s.name] = await s.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow")
 
-    samples = await time_async_repeated(_load, min_reps=5, max_reps=50, budget_s=8)
-    events = loaded["s"].events
-    contents = model_contents(events)
-    tokens, _ = token_estimate(contents)
-    out: Result = {}
-    if "include_compacted" in inspect.signature(sys_.svc.get_session).parameters:
-        # ours: also time the explicit "skip what a summary covers" load, whatever the default is
-        async def _load_excl() -> None:
-            loaded["x"] = await sys_.svc.get_session(
-                app_name=APP, user_id="u-grow", session_id="grow", include_compacted=False
-            )
-
-        excl = await time_async_repeated(_load_excl, min_reps=5, max_reps=50, budget_s=5)
-        x_tokens, _ = token_estimate(model_contents(loaded["x"].events))
-        out[f"compacted_load_include_compacted_false_{size}"] = {
-            **summarize(excl), "events_loaded": len(loaded["x"].events), "tokens_to_model": x_tokens,
-        }
-    return {
-        **out,
-        f"compacted_default_load_{size}": {
-            **summarize(samples),
-            "events_loaded": len(events),
-            "tokens_to_model_uncompacted": before_tokens,
+    for name, xs in (await _paired(systems, _load, min_reps=5, max_reps=50, budget_s=8)).items():
+        contents = model_contents(loaded[name].events)
+        tokens, counter = token_estimate(contents)
+        out[name][f"compacted_default_load_{size}"] = {
+            **summarize(xs),
+            "events_loaded": len(loaded[name].events),
+            "tokens_to_model_uncompacted": before[name],
             "tokens_to_model": tokens,
             "token_counter": counter,
             "contents_digest": hashlib.sha256(
                 json.dumps([c.model_dump(mode="json", exclude_none=True) for c in contents], sort_keys=True).encode()
             ).hexdigest()[:16],
         }
-    }
+    for s in systems:
+        if "include_compacted" not in inspect.signature(s.svc.get_session).parameters:
+            continue
+        # ours: also time the explicit "skip what a summary covers" load, whatever the default is
+        async def _load_excl(s: System = s) -> None:
+            loaded["x"] = await s.svc.get_session(app_name=APP, user_id="u-grow", session_id="grow", include_compacted=False)
+
+        excl = await time_async_repeated(_load_excl, min_reps=5, max_reps=50, budget_s=5)
+        x_tokens, _ = token_estimate(model_contents(loaded["x"].events))
+        out[s.name][f"compacted_load_include_compacted_false_{size}"] = {
+            **summarize(excl), "events_loaded": len(loaded["x"].events), "tokens_to_model": x_tokens,
+        }
+    return out
 
 
 async def phase_service_compaction(sys_: System, events: list[Event], keep: int) -> Result:
@@ -536,25 +561,21 @@ async def run(args: argparse.Namespace, host: str, port: int, user: str, pw: str
     results: dict[str, Result] = {s.name: {} for s in systems}
     max_size = max(args.sizes)
     grow_events = Workload(args.seed, "grow").take(max(max_size, args.events))
+    gc.collect()
+    gc.freeze()  # long-lived workload objects stay out of every later collection (both services alike)
 
-    async def each(title: str, fn: Callable[[System], Awaitable[Result]]) -> None:
-        for s in systems:
-            with Timer() as t:
-                res = await fn(s)
-            results[s.name].update(res)
-            print(f"  {title:<28} {s.name:<5} done in {t.elapsed:6.1f} s")
+    async def each(title: str, coro: Awaitable[dict[str, Result]]) -> None:
+        with Timer() as t:
+            res = await coro
+        for name, r in res.items():
+            results[name].update(r)
+        print(f"  {title:<28} {'+'.join(s.name for s in systems):<9} done in {t.elapsed:6.1f} s")
 
-    print("\n== phases (each service in its own fresh database on the same server)")
-    await each("create + list sessions", lambda s: phase_sessions(s, Workload(args.seed, "sessions"), args.sessions, args.page))
-    sess_by: dict[str, Any] = {}
-
-    async def _grow(s: System) -> Result:
-        res, sess_by[s.name] = await phase_growing(s, grow_events, args.events, args.sizes)
-        return res
-
-    await each("append + get_session", _grow)
-    await each("concurrent writers", lambda s: phase_writers(s, Workload(args.seed, "writers"), args.writers, args.writer_events))
-    await each("compaction (ADK event)", lambda s: phase_compaction(s, max_size, args.compact_keep, Workload(args.seed, "compaction")))
+    print("\n== phases (each service in its own fresh database on the same server; samples interleaved)")
+    await each("create + list sessions", phase_sessions(systems, args.seed, args.sessions, args.page))
+    await each("append + get_session", phase_growing(systems, grow_events, args.events, args.sizes))
+    await each("concurrent writers", phase_writers(systems, args.seed, args.writers, args.writer_events))
+    await each("compaction (ADK event)", phase_compaction(systems, max_size, args.compact_keep, args.seed))
     for s in systems:
         if s.name == "ours":
             with Timer() as t:
