@@ -26,7 +26,13 @@ __all__ = [
     "insert_session",
     "latest_event_id",
     "lock_session",
+    "archive_seq_ranges",
+    "first_seq_of_invocation",
     "select_events",
+    "select_live_events",
+    "select_unarchived_rows",
+    "unarchive_from",
+    "window_start_seq",
     "select_session",
     "select_sessions",
     "select_sessions_page",
@@ -106,6 +112,69 @@ def select_events(
     if num_recent is not None:
         return stmt.order_by(E.c.seq.desc()).limit(num_recent)
     return stmt.order_by(E.c.seq.asc())
+
+
+def window_start_seq(app: str, user: str, sid: str, *, num_recent: int, after_ts: float | None) -> Select:
+    """The lowest ``seq`` of the newest ``num_recent`` events (no row: fewer events than that).
+
+    ``num_recent_events`` counts every stored event, archived or not, exactly
+    like a full load; only then are archived rows dropped (see
+    :func:`select_live_events`), so a window never reaches further back than
+    ADK's would.
+    """
+    stmt = select(E.c.seq).where(_event_key(app, user, sid))
+    if after_ts is not None:
+        stmt = stmt.where(E.c.ts >= after_ts)
+    return stmt.order_by(E.c.seq.desc()).limit(1).offset(num_recent - 1)
+
+
+def select_live_events(app: str, user: str, sid: str, *, after_ts: float | None, min_seq: int | None) -> Select:
+    """Event payloads in ``seq`` order without rows a loaded compaction event covers.
+
+    A row archived by compaction ``c`` (``compacted_by = c.seq``) is dropped
+    only when ``c`` itself is in the result: ``c.seq`` is always above the
+    row's, so inside a ``seq`` window that leaves the ``after_timestamp``
+    filter, checked on ``c`` with a primary-key probe.
+    """
+    stmt = select(E.c.seq, E.c.event_json).where(_event_key(app, user, sid))
+    live = E.c.compacted_by.is_(None)
+    if after_ts is not None:
+        stmt = stmt.where(E.c.ts >= after_ts)
+        C = E.alias("c")
+        covering_loaded = (
+            select(literal(1))
+            .where(C.c.app_name == app, C.c.user_id == user, C.c.session_id == sid)
+            .where(C.c.seq == E.c.compacted_by, C.c.ts >= after_ts)
+            .exists()
+        )
+        live = or_(live, ~covering_loaded)
+    if min_seq is not None:
+        stmt = stmt.where(E.c.seq >= min_seq)
+    return stmt.where(live).order_by(E.c.seq.asc())
+
+
+def select_unarchived_rows(app: str, user: str, sid: str, *, below_seq: int) -> Select:
+    """Rows a new compaction event at ``below_seq`` may archive (read inside the append transaction)."""
+    return (
+        select(E.c.seq, E.c.event_json)
+        .where(_event_key(app, user, sid), E.c.seq < below_seq, E.c.compacted_by.is_(None))
+        .order_by(E.c.seq.asc())
+    )
+
+
+def archive_seq_ranges(app: str, user: str, sid: str, ranges: Sequence[tuple[int, int]], *, by_seq: int) -> Update:
+    """Marks rows in inclusive ``seq`` runs as covered by the compaction event ``by_seq``."""
+    runs = or_(*[E.c.seq.between(a, b) for a, b in ranges])
+    return update(E).where(_event_key(app, user, sid), runs, E.c.compacted_by.is_(None)).values(compacted_by=by_seq)
+
+
+def first_seq_of_invocation(app: str, user: str, sid: str, invocation_id: str) -> Select:
+    return select(func.min(E.c.seq)).where(_event_key(app, user, sid), E.c.invocation_id == invocation_id)
+
+
+def unarchive_from(app: str, user: str, sid: str, *, min_seq: int) -> Update:
+    """Restores rows whose covering compaction a rewind annulled (compaction ``seq >= min_seq``)."""
+    return update(E).where(_event_key(app, user, sid), E.c.compacted_by >= min_seq).values(compacted_by=None)
 
 
 def _state_scopes(app: str, user: str, sid: str | None) -> Any:

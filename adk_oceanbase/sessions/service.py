@@ -37,6 +37,7 @@ from ..errors import (
     is_duplicate_key,
     translate_db_error,
 )
+from ..compaction import coverage
 from ..tokens import EstimatingTokenCounter, TokenCounter
 from . import codec
 from . import queries as q
@@ -74,6 +75,9 @@ class OceanBaseSessionService(BaseSessionService):
         auto_setup: create the tables on first use when the database has none
             (like ADK's own services). An existing but outdated schema is never
             altered implicitly: that raises ``SchemaOutdatedError``.
+        compaction_overlap: invocations a compaction leaves loaded for ADK's
+            sliding-window overlap; set it to your ``EventsCompactionConfig.overlap_size``
+            (they are archived by the next compaction).
 
     Example:
         >>> import asyncio
@@ -95,6 +99,7 @@ class OceanBaseSessionService(BaseSessionService):
         engine: AsyncEngine | None = None,
         token_counter: TokenCounter | None = None,
         auto_setup: bool = True,
+        compaction_overlap: int = 1,
         uri: str | None = None,
         **_: Any,
     ):
@@ -108,6 +113,7 @@ class OceanBaseSessionService(BaseSessionService):
             self._db, self._owns_db = Database(cfg, engine=engine), True
         self._counter = token_counter or EstimatingTokenCounter()
         self._auto_setup = auto_setup
+        self._overlap = max(0, int(compaction_overlap))
         self._checked = False
 
     # ---------------------------------------------------------------- lifecycle
@@ -241,9 +247,17 @@ class OceanBaseSessionService(BaseSessionService):
         user_id: str,
         session_id: str,
         config: Optional[GetSessionConfig] = None,
-        include_compacted: bool = True,
+        include_compacted: bool = False,
     ) -> Optional[Session]:
-        """ADK's ``get_session``; ``include_compacted=False`` skips events a compaction summary covers."""
+        """ADK's ``get_session``, without the raw events a loaded compaction summary covers.
+
+        ADK's prompt assembly hides those events anyway, so the Runner builds
+        the same request from this load as from the full history (see
+        :mod:`adk_oceanbase.compaction.coverage`). ``num_recent_events`` and
+        ``after_timestamp`` select the same window as a full load; archived
+        rows are then dropped from it. ``include_compacted=True`` returns
+        every stored event (audit, replay).
+        """
         app, user, sid = self._ids(app_name, user_id, session_id)
         num = config.num_recent_events if config else None
         after = config.after_timestamp if config and config.after_timestamp else None
@@ -253,11 +267,17 @@ class OceanBaseSessionService(BaseSessionService):
             if head is None:
                 return None
             events: list[Event] = []
-            if num != 0:
-                stmt = q.select_events(app, user, sid, num_recent=num, after_ts=after, include_compacted=include_compacted)
+            if num != 0 and include_compacted:
+                stmt = q.select_events(app, user, sid, num_recent=num, after_ts=after)
                 rows = (await conn.execute(stmt)).all()
                 if num is not None:
                     rows.reverse()
+                events = [codec.decode_event(r.event_json) for r in rows]
+            elif num != 0:
+                floor = None
+                if num is not None:
+                    floor = (await conn.execute(q.window_start_seq(app, user, sid, num_recent=num, after_ts=after))).scalar()
+                rows = (await conn.execute(q.select_live_events(app, user, sid, after_ts=after, min_seq=floor))).all()
                 events = [codec.decode_event(r.event_json) for r in rows]
             state_rows = (await conn.execute(q.select_state_rows(app, user, sid))).all()
         session = Session(
@@ -402,6 +422,7 @@ class OceanBaseSessionService(BaseSessionService):
                 return event
             if encoded_state:
                 await conn.execute(q.upsert_state(self._state_rows(app, user, sid, encoded_state, when)))
+            await self._archive_for(conn, app, user, sid, seq + 1, stored_event, payload)
 
         # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
         self._apply_temp_state(session, event)
@@ -410,6 +431,33 @@ class OceanBaseSessionService(BaseSessionService):
         session.last_update_time = event.timestamp
         self._mark(session, seq + 1)
         return event
+
+    async def _archive_for(
+        self, conn: AsyncConnection, app: str, user: str, sid: str, seq: int, event: Event, payload: str
+    ) -> None:
+        """Compaction bookkeeping inside the append transaction (no-op for ordinary events).
+
+        A compaction event archives the rows it covers (``compacted_by``); a
+        rewind restores rows whose covering compaction it annuls. Both commit
+        with the event itself, so a load never sees one without the other.
+        """
+        actions = event.actions
+        if actions is None:
+            return
+        if actions.rewind_before_invocation_id:
+            first = (await conn.execute(q.first_seq_of_invocation(app, user, sid, actions.rewind_before_invocation_id))).scalar()
+            if first is not None:
+                await conn.execute(q.unarchive_from(app, user, sid, min_seq=first))
+        if actions.compaction is None:
+            return
+        rows = (await conn.execute(q.select_unarchived_rows(app, user, sid, below_seq=seq))).all()
+        stored = [coverage.StoredRow(r.seq, json.loads(r.event_json)) for r in rows]
+        seqs = coverage.rows_to_archive(stored, compaction=json.loads(payload), overlap=self._overlap)
+        ranges = coverage.seq_ranges(seqs)
+        for i in range(0, len(ranges), 200):
+            await conn.execute(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
+        if seqs:
+            logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
 
     async def _already_stored(self, conn: AsyncConnection, app: str, user: str, sid: str, event_id: str) -> bool:
         head = (await conn.execute(q.select_session(app, user, sid))).first()
