@@ -17,6 +17,7 @@ __all__ = [
     "budget_window",
     "events_by_seq",
     "live_event_meta",
+    "live_raw_count",
     "live_summaries",
     "replay_deltas",
     "session_head",
@@ -69,6 +70,10 @@ def budget_window(app: str, user: str, sid: str, *, budget: int) -> Select:
     return select(inner.c.seq, inner.c.token_count, inner.c.running).where(inner.c.running <= budget).order_by(
         inner.c.seq.desc()
     )
+
+
+def live_raw_count(app: str, user: str, sid: str) -> Select:
+    return select(func.count()).where(_key(app, user, sid), E.c.compacted_by.is_(None), E.c.event_type != "compaction")
 
 
 def events_by_seq(app: str, user: str, sid: str, seqs: list[int]) -> Select:
