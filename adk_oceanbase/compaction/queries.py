@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, func, literal_column, select
+from sqlalchemy import Select, and_, func, literal_column, or_, select
 
 from ..schema import agent_sessions as S
 from ..schema import session_events as E
+from ..schema import session_state as ST
 
 __all__ = [
     "budget_window",
@@ -20,6 +21,7 @@ __all__ = [
     "live_raw_count",
     "live_summaries",
     "replay_deltas",
+    "state_rows_with_time",
     "session_head",
     "event_position",
 ]
@@ -81,14 +83,16 @@ def events_by_seq(app: str, user: str, sid: str, seqs: list[int]) -> Select:
 
 
 def event_position(app: str, user: str, sid: str, *, event_id: str | None, at_ts: float | None) -> Select:
-    """``(seq, ts)`` of the event replay stops at: by id, or the last event at or before ``at_ts``."""
-    stmt = select(E.c.seq, E.c.ts).where(_key(app, user, sid))
+    """``(seq, ts, event_id)`` of the event replay stops at: by id, or the last event at or before ``at_ts``."""
+    stmt = select(E.c.seq, E.c.ts, E.c.event_id).where(_key(app, user, sid))
     if event_id is not None:
         return stmt.where(E.c.event_id == event_id)
-    return stmt.where(E.c.ts <= at_ts).order_by(E.c.seq.desc()).limit(1)
+    if at_ts is not None:
+        stmt = stmt.where(E.c.ts <= at_ts)
+    return stmt.order_by(E.c.seq.desc()).limit(1)
 
 
-def replay_deltas(app: str, user: str | None, *, until_ts: float) -> Select:
+def replay_deltas(app: str, user: str | None, *, until_ts: float | None = None) -> Select:
     """Every event of the app (or one user) up to ``until_ts`` that carries a state delta, in time order.
 
     App- and user-scoped state is shared between sessions, so replaying it
@@ -98,8 +102,20 @@ def replay_deltas(app: str, user: str | None, *, until_ts: float) -> Select:
     """
     has_delta = literal_column("JSON_LENGTH(JSON_EXTRACT(event_json, '$.actions.state_delta'))") > 0
     stmt = select(E.c.user_id, E.c.session_id, E.c.seq, E.c.ts, E.c.event_json).where(
-        E.c.app_name == app, E.c.ts <= until_ts, has_delta
+        E.c.app_name == app, has_delta
     )
+    if until_ts is not None:
+        stmt = stmt.where(E.c.ts <= until_ts)
     if user is not None:
         stmt = stmt.where(E.c.user_id == user)
     return stmt.order_by(E.c.ts.asc(), E.c.user_id.asc(), E.c.session_id.asc(), E.c.seq.asc())
+
+
+def state_rows_with_time(app: str, user: str, sid: str) -> Select:
+    """Current app, user and session state rows with their last write time (replay's baseline)."""
+    scopes = or_(
+        and_(ST.c.scope == "app", ST.c.user_id == "", ST.c.session_id == ""),
+        and_(ST.c.scope == "user", ST.c.user_id == user, ST.c.session_id == ""),
+        and_(ST.c.scope == "session", ST.c.user_id == user, ST.c.session_id == sid),
+    )
+    return select(ST.c.scope, ST.c.state_key, ST.c.value_json, ST.c.updated_at).where(ST.c.app_name == app, scopes)
