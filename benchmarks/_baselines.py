@@ -35,7 +35,8 @@ class Doc:
     """One memory as every system sees it."""
 
     doc_id: str
-    text: str
+    text: str  # what is embedded and BM25-indexed: "8 May 2023, Caroline: ..."
+    content: str  # the memory itself, as stored by a memory service (date and speaker in other fields)
     author: str | None
     time: datetime  # UTC
     vector: np.ndarray | None = None
@@ -148,7 +149,7 @@ class ADKInMemorySystem(_Stateless):
                 id=d.doc_id,
                 invocation_id=f"inv-{d.doc_id}",
                 author=d.author or "user",
-                content=types.Content(role="user", parts=[types.Part(text=d.text)]),
+                content=types.Content(role="user", parts=[types.Part(text=d.text)]),  # ADK matches on this text
                 timestamp=d.time.timestamp(),
             )
             for d in docs

@@ -11,13 +11,14 @@ Data
     *LoCoMo* (``--locomo PATH``; CC BY-NC 4.0: read from its path, never
     copied into the repository): every dialogue turn becomes one memory whose
     text carries date and speaker (``"[08 May 2023] Caroline: ..."``, plus the
-    image caption when the turn shared a photo); each conversation is its own
-    user.  A question's relevant set is its evidence turns (malformed ids
+    image caption when the turn shared a photo; the same layout the memory
+    service embeds); each conversation is its own user.  A question's relevant set is its evidence turns (malformed ids
     repaired or dropped, counted in ``locomo_stats``).  Categories 1-4
     (multi-hop, temporal, open-domain, single-hop) are the headline;
-    5 (adversarial) is reported separately.  Memory times keep their order and
-    spacing but are shifted so the last turn of a conversation was one day
-    ago: recency then behaves as it would for a live user.
+    5 (adversarial) is reported separately.  Memories keep LoCoMo's own dates
+    (13% of the questions name a year); questions are asked, for recency, one
+    day after the conversation's last turn: ``ours`` runs on a replay clock
+    (see ``benchmarks/_ours.py``), as if the user had just talked to the agent.
 
     *Knowledge-update set* (generated from ``--seed``; see
     ``benchmarks/_synthetic.py``): facts that change over time, where the
@@ -62,7 +63,7 @@ import numpy as np
 
 from benchmarks._baselines import ADKInMemorySystem, BM25System, DenseSystem, Doc, FusionSystem
 from benchmarks._embed_cache import CachedEmbedder
-from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text
+from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text, turn_content
 from benchmarks._metrics import aggregate, query_metrics, summarise_latencies
 from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
 from benchmarks._report import format_table
@@ -92,6 +93,7 @@ class Dataset:
     queries: list[EvalQuery]
     warmups: dict[str, list[tuple[str, np.ndarray]]]  # scope -> recall history
     headline_groups: tuple[str, ...]
+    now: dict[str, datetime]  # scope -> the moment its questions are asked (for recency)
 
 
 # ---------------------------------------------------------------- datasets
@@ -103,18 +105,19 @@ def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedde
     all_vecs = embedder.embed([t for c in convs for t in texts[c.sample_id]])
     q_vecs = embedder.embed([q.question for c in convs for q in c.queries])
     vi = qi = 0
+    asked_at: dict[str, datetime] = {}
     for c in convs:
-        shift = (now - timedelta(days=1)) - max(t.time for t in c.turns)
+        asked_at[c.sample_id] = max(t.time for t in c.turns) + timedelta(days=1)
         docs[c.sample_id] = []
         for t, text in zip(c.turns, texts[c.sample_id]):
-            docs[c.sample_id].append(Doc(t.dia_id, text, t.speaker, t.time + shift, all_vecs[vi]))
+            docs[c.sample_id].append(Doc(t.dia_id, text, turn_content(t), t.speaker, t.time, all_vecs[vi]))
             vi += 1
         for q in c.queries:
             group = f"{q.category}:{CATEGORY_NAMES[q.category]}"
             queries.append(EvalQuery(c.sample_id, q.question, q.evidence, group, q_vecs[qi]))
             qi += 1
     headline = tuple(f"{k}:{CATEGORY_NAMES[k]}" for k in (1, 2, 3, 4))
-    return Dataset("locomo", docs, queries, {}, headline), stats.as_dict()
+    return Dataset("locomo", docs, queries, {}, headline, asked_at), stats.as_dict()
 
 
 def knowledge_update_dataset(seed: int, embedder: CachedEmbedder, now: datetime) -> Dataset:
@@ -123,19 +126,22 @@ def knowledge_update_dataset(seed: int, embedder: CachedEmbedder, now: datetime)
     texts = []
     for m in ku.memories:
         when = now - timedelta(days=m.days_ago)
-        texts.append((m, when, f"[{when:%d %B %Y}] {m.text}"))
+        texts.append((m, when, f"{when.day} {when:%B %Y}: {m.text}"))  # the service's layout, no author
     vecs = embedder.embed([t for _, _, t in texts])
-    docs = [Doc(m.memory_id, text, "user", when, v) for (m, when, text), v in zip(texts, vecs)]
+    docs = [Doc(m.memory_id, text, m.text, None, when, v) for (m, when, text), v in zip(texts, vecs)]
     q_vecs = embedder.embed([q.question for q in ku.queries])
     w_vecs = embedder.embed(ku.warmups) if ku.warmups else []
     queries = [EvalQuery(scope, q.question, (q.relevant,), q.signal, v) for q, v in zip(ku.queries, q_vecs)]
     return Dataset(
-        "knowledge_update", {scope: docs}, queries, {scope: list(zip(ku.warmups, w_vecs))}, ("recency", "frequency")
+        "knowledge_update", {scope: docs}, queries, {scope: list(zip(ku.warmups, w_vecs))},
+        ("recency", "frequency"), {scope: now},
     )
 
 
 # ---------------------------------------------------------------- running
 async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
+    if hasattr(system, "set_clock"):
+        system.set_clock(data.now)
     t0 = time.perf_counter()
     for scope, docs in data.docs.items():
         await system.index(scope, docs)

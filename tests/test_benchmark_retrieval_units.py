@@ -83,7 +83,7 @@ def test_memory_text_carries_speaker_date_and_caption(tmp_path):
     convs, _ = load_locomo(_tiny_locomo(tmp_path))
     turn = convs[0].turns[1]
     assert turn.time == datetime(2023, 5, 8, 13, 56, 1, tzinfo=timezone.utc)  # one second per turn
-    assert memory_text(turn) == "[08 May 2023] Bo: Look at my dog. [shares a photo: a photo of a dog]"
+    assert memory_text(turn) == "8 May 2023, Bo: Look at my dog. [shares a photo: a photo of a dog]"
 
 
 # ------------------------------------------------------------------ metrics
@@ -158,9 +158,9 @@ async def test_baselines_rank_hand_made_docs():
 
     t = datetime(2024, 1, 1, tzinfo=timezone.utc)
     docs = [
-        Doc("cat", "my cat sleeps all day", "u", t, np.array([1.0, 0.0], dtype=np.float32)),
-        Doc("car", "the red car is fast", "u", t, np.array([0.0, 1.0], dtype=np.float32)),
-        Doc("dog", "a dog barks at the mailman", "u", t, np.array([0.6, 0.8], dtype=np.float32)),
+        Doc("cat", "my cat sleeps all day", "my cat sleeps all day", "u", t, np.array([1.0, 0.0], dtype=np.float32)),
+        Doc("car", "the red car is fast", "the red car is fast", "u", t, np.array([0.0, 1.0], dtype=np.float32)),
+        Doc("dog", "a dog barks at the mailman", "a dog barks at the mailman", "u", t, np.array([0.6, 0.8], dtype=np.float32)),
     ]
     q = np.array([0.0, 1.0], dtype=np.float32)
     dense = DenseSystem()

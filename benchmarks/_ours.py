@@ -1,0 +1,182 @@
+"""``ours``: ``OceanBaseMemoryService`` on seekdb, driven the way an agent would drive it.
+
+* LoCoMo turns go in as ADK ``Event``s through ``add_events_to_memory`` (so
+  the production turn filter and consolidation apply); a hit maps back to
+  dialogue ids through its ``event_ids`` provenance (a merged row answers for
+  every turn it absorbed).  Knowledge-update facts go in through ``add_memory``.
+* Embeddings come from the benchmark's cached MiniLM, so ``ours`` ranks the
+  very vectors ``dense`` and ``fusion`` rank.
+* Evaluation searches pass ``bump_access=False`` (results must not depend on
+  question order); the knowledge-update recall history runs with the default
+  bump, which is how frequency is learnt in production.
+* Replay clock: LoCoMo happened in 2022-2024, and its dates are part of the
+  text, so they stay.  Recency is computed against the moment the question is
+  asked, which the service takes from its module clock ``service._now``; the
+  benchmark sets it to one day after the conversation's last turn.  (A public
+  ``now=`` on ``search`` would make this patch unnecessary.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from datetime import datetime, timezone
+from typing import Any, Sequence
+from urllib.parse import urlparse
+
+import numpy as np
+
+from benchmarks._baselines import Doc
+from benchmarks._common import ensure_database
+
+__all__ = ["OursSystem", "settings_from_overrides"]
+
+logger = logging.getLogger(__name__)
+
+APP = "bench"
+WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance")
+
+
+def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
+    """Applies ``--ours`` overrides (weights, half_life_days, pool, ef_search, exact) to ``MemorySettings``."""
+    weights = dataclasses.replace(base.weights, **{k: v for k, v in overrides.items() if k in WEIGHT_KEYS})
+    changes: dict[str, Any] = {"weights": weights}
+    if "half_life_days" in overrides:
+        changes["recency_half_life_s"] = overrides["half_life_days"] * 86400.0
+    if "pool" in overrides:
+        changes["candidate_pool"] = int(overrides["pool"])
+    if "ef_search" in overrides:
+        changes["ef_search"] = int(overrides["ef_search"])
+    if "exact" in overrides:
+        changes["vector_search"] = "exact" if overrides["exact"] else "ann"
+    if "consolidate" in overrides:
+        changes["consolidate"] = bool(overrides["consolidate"])
+    unknown = set(overrides) - set(WEIGHT_KEYS) - {"half_life_days", "pool", "ef_search", "exact", "consolidate"}
+    if unknown:
+        raise SystemExit(f"unknown --ours keys: {', '.join(sorted(unknown))}")
+    return dataclasses.replace(base, **changes)
+
+
+class _ReplayClock:
+    """Stands in for ``adk_oceanbase.memory.service._now`` (naive UTC)."""
+
+    def __init__(self) -> None:
+        self.at: datetime | None = None
+
+    def __call__(self) -> datetime:
+        now = self.at or datetime.now(timezone.utc)
+        return now.astimezone(timezone.utc).replace(tzinfo=None)
+
+
+class OursSystem:
+    name = "ours"
+
+    def __init__(self, url: str, embedder: Any, overrides: dict[str, float] | None = None):
+        from adk_oceanbase.memory import MemorySettings
+
+        self._url = url
+        self._embedder = embedder
+        self.settings = settings_from_overrides(MemorySettings(), overrides or {})
+        self._svc: Any = None
+        self._clock = _ReplayClock()
+        self._clock_by_scope: dict[str, datetime] = {}
+        self._saved_now: Any = None
+        self.ingest_stats: dict[str, Any] = {"memories_offered": 0}
+
+    # ------------------------------------------------------------ lifecycle
+    def set_clock(self, by_scope: dict[str, datetime]) -> None:
+        self._clock_by_scope = dict(by_scope)
+
+    async def _service(self) -> Any:
+        if self._svc is None:
+            from adk_oceanbase.config import Config
+            from adk_oceanbase.memory import OceanBaseMemoryService
+            from adk_oceanbase.memory import service as service_module
+
+            u = urlparse(self._url)
+            ensure_database(u.hostname or "127.0.0.1", u.port or 2881, u.username or "root", u.password,
+                            u.path.lstrip("/"), fresh=True)
+            self._svc = OceanBaseMemoryService(config=Config.from_url(self._url), embedder=self._embedder,
+                                               settings=self.settings)
+            await self._svc.setup()
+            self._saved_now = service_module._now
+            service_module._now = self._clock
+        return self._svc
+
+    async def close(self) -> None:
+        if self._svc is not None:
+            from adk_oceanbase.memory import service as service_module
+
+            service_module._now = self._saved_now
+            await self._svc.close()
+            self._svc = None
+
+    def describe(self) -> dict[str, Any]:
+        s = self.settings
+        return {
+            "weights": dataclasses.asdict(s.weights),
+            "recency_half_life_days": s.recency_half_life_s / 86400.0,
+            "candidate_pool": s.candidate_pool,
+            "vector_search": s.vector_search,
+            "ef_search": s.ef_search,
+            "consolidate": s.consolidate,
+            **self.ingest_stats,
+        }
+
+    # ---------------------------------------------------------------- ingest
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        from google.adk.events import Event
+        from google.adk.memory.memory_entry import MemoryEntry
+        from google.genai import types
+
+        svc = await self._service()
+        self._clock.at = None
+        self.ingest_stats["memories_offered"] += len(docs)
+        if all(d.author for d in docs):  # dialogue turns: the ADK path an agent uses
+            events = [
+                Event(id=d.doc_id, invocation_id=f"inv-{d.doc_id}", author=d.author,
+                      content=types.Content(role="user", parts=[types.Part(text=d.content)]),
+                      timestamp=d.time.timestamp())
+                for d in docs
+            ]
+            await svc.add_events_to_memory(app_name=APP, user_id=scope, events=events, session_id=scope)
+        else:
+            entries = [
+                MemoryEntry(id=d.doc_id, author=d.author, timestamp=d.time.isoformat(),
+                            content=types.Content(role="user", parts=[types.Part(text=d.content)]))
+                for d in docs
+            ]
+            await svc.add_memory(app_name=APP, user_id=scope, memories=entries)
+
+    async def ready(self) -> None:
+        """Waits for every embedding, then records what consolidation did."""
+        from sqlalchemy import text
+
+        svc = await self._service()
+        await svc.flush()
+        async with svc.database.engine.connect() as conn:
+            row = (await conn.execute(text(
+                "SELECT COUNT(*), SUM(superseded_by IS NOT NULL), SUM(embed_status = 'ready') "
+                "FROM agent_memories WHERE app_name = :app"), {"app": APP})).one()
+        self.ingest_stats.update(rows=int(row[0]), superseded=int(row[1] or 0), embedded=int(row[2] or 0))
+        self.ingest_stats["vectorizer"] = dict(getattr(svc.vectorizer, "stats", {}))
+
+    # ---------------------------------------------------------------- search
+    def _tick(self, scope: str) -> None:
+        self._clock.at = self._clock_by_scope.get(scope)
+
+    async def recall(self, scope: str, query: str, query_vec: np.ndarray) -> None:
+        self._tick(scope)
+        await self._svc.search(APP, scope, query, top_k=1)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int,
+                     weights: dict[str, float] | None = None) -> list[str]:
+        self._tick(scope)
+        hits = await self._svc.search(APP, scope, query, top_k=top_k, weights=weights, bump_access=False)
+        return [doc_id for h in hits for doc_id in _doc_ids(h)]
+
+
+def _doc_ids(hit: Any) -> list[str]:
+    """Dialogue ids behind a hit: its event ids (turn memories), else its memory id."""
+    events = hit.entry.custom_metadata.get("event_ids") or []
+    return list(events) if events else [hit.memory_id]
