@@ -161,3 +161,12 @@ async def test_default_overlap_keeps_the_last_compacted_invocation_loaded(databa
     assert res.covered_events == 20 and len(live) == 13  # tail 10 + inv-9 (events 18, 19) + summary
     assert [e.invocation_id for e in live[:2]] == ["inv-9", "inv-9"]
     assert _get_contents(None, live, "assistant") == _get_contents(None, full, "assistant")
+
+
+async def test_service_level_policy(database):
+    svc = OceanBaseSessionService(database=database, compaction_overlap=0,
+                                  compaction_policy=KeepLastN(keep_last=5, min_batch=1))
+    s = await seeded(svc, n=20)
+    res = await svc.compact_session(app_name=APP, user_id="u", session_id=s.id)
+    assert res.compacted and res.covered_events == 15
+    assert len((await loads(svc, s.id))[1]) == 6

@@ -78,6 +78,11 @@ class OceanBaseSessionService(BaseSessionService):
         compaction_overlap: invocations a compaction leaves loaded for ADK's
             sliding-window overlap; set it to your ``EventsCompactionConfig.overlap_size``
             (they are archived by the next compaction).
+        compaction_policy: default policy of :meth:`compact_session`
+            (``adk_oceanbase.compaction.TokenThresholdPolicy()`` when unset).
+        compaction_summarizer: default ADK ``BaseEventsSummarizer`` of
+            :meth:`compact_session` (offline ``ExtractiveSummarizer`` when unset;
+            ``compaction.llm_summarizer(model)`` for model-written summaries).
 
     Example:
         >>> import asyncio
@@ -100,6 +105,8 @@ class OceanBaseSessionService(BaseSessionService):
         token_counter: TokenCounter | None = None,
         auto_setup: bool = True,
         compaction_overlap: int = 1,
+        compaction_policy: Any = None,
+        compaction_summarizer: Any = None,
         uri: str | None = None,
         **_: Any,
     ):
@@ -114,6 +121,8 @@ class OceanBaseSessionService(BaseSessionService):
         self._counter = token_counter or EstimatingTokenCounter()
         self._auto_setup = auto_setup
         self._overlap = max(0, int(compaction_overlap))
+        self._compaction_policy = compaction_policy
+        self._compaction_summarizer = compaction_summarizer
         self._checked = False
 
     # ---------------------------------------------------------------- lifecycle
@@ -458,6 +467,22 @@ class OceanBaseSessionService(BaseSessionService):
             await conn.execute(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
+
+    async def compact_session(
+        self, *, app_name: str, user_id: str, session_id: str, policy: Any = None, summarizer: Any = None
+    ) -> Any:
+        """Compacts one session by the service's policy, off the request path (see ``compaction.compact_session``)."""
+        from ..compaction.compactor import compact_session
+        from ..compaction.policy import TokenThresholdPolicy
+
+        return await compact_session(
+            self,
+            app_name=app_name,
+            user_id=user_id,
+            session_id=session_id,
+            policy=policy or self._compaction_policy or TokenThresholdPolicy(),
+            summarizer=summarizer or self._compaction_summarizer,
+        )
 
     async def _already_stored(self, conn: AsyncConnection, app: str, user: str, sid: str, event_id: str) -> bool:
         head = (await conn.execute(q.select_session(app, user, sid))).first()
