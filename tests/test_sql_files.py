@@ -58,21 +58,33 @@ async def describe(db: Database) -> dict:
     }
 
 
-async def test_oceanbase_ddl_file_matches_migrations(seekdb_server, fresh_url):
-    migrated = Database(Config.from_url(fresh_url))
+async def ddl_file_matches_migrations(url: str, ddl: Path) -> None:
+    """Applies ``ddl`` to one new database, migrates another, and compares what information_schema says."""
+    migrated = Database(Config.from_url(url))
     await migrations.upgrade(migrated)
-    by_hand = Database(Config.from_url(fresh_url.rsplit("/", 1)[0] + "/" + fresh_url.rsplit("/", 1)[1] + "_byhand"))
+    by_hand = Database(Config.from_url(url + "_byhand"))
     await by_hand.start()
     try:
         async with by_hand.engine.begin() as conn:
-            for stmt in statements(SQL / "oceanbase" / "schema.sql"):
+            for stmt in statements(ddl):
                 await conn.execute(text(stmt))
         assert await describe(by_hand) == await describe(migrated)
     finally:
         async with by_hand.engine.begin() as conn:
             await conn.execute(text(f"DROP DATABASE {by_hand.config.database}"))
+            await conn.execute(text(f"DROP DATABASE {migrated.config.database}"))
         await by_hand.close()
         await migrated.close()
+
+
+async def test_oceanbase_ddl_file_matches_migrations(seekdb_server, fresh_url):
+    await ddl_file_matches_migrations(fresh_url, SQL / "oceanbase" / "schema.sql")
+
+
+async def test_mysql_ddl_file_matches_migrations_on_mariadb(mariadb_server):
+    from .conftest import unique_db_name
+
+    await ddl_file_matches_migrations(mariadb_server.url_for(unique_db_name("ddl")), SQL / "mysql" / "schema.sql")
 
 
 async def test_migrated_tables_match_sqlalchemy_metadata(database):
