@@ -122,3 +122,17 @@ async def test_fulltext_only_when_the_query_embedding_fails(seeded):
         assert all("kyoto" in h.entry.content.parts[0].text for h in hits)
     finally:
         await svc.close()
+
+
+async def test_zero_fulltext_weight_skips_fulltext_candidates_on_both_paths(seeded):
+    np_svc = OceanBaseMemoryService(database=seeded.database, embedder=seeded.embedder,
+                                    settings=dataclasses.replace(seeded.settings, scoring="numpy"))
+    try:
+        with_ft = await seeded.search(APP, USER, "苹果 咖啡", top_k=10)
+        assert any(h.signals.fulltext > 0 for h in with_ft)
+        a = await seeded.search(APP, USER, "苹果 咖啡", top_k=10, weights={"fulltext": 0.0})
+        b = await np_svc.search(APP, USER, "苹果 咖啡", top_k=10, weights={"fulltext": 0.0})
+        assert [h.memory_id for h in a] == [h.memory_id for h in b]
+        assert all(h.signals.fulltext == 0 for h in a + b)
+    finally:
+        await np_svc.close()

@@ -344,16 +344,21 @@ class OceanBaseMemoryService(BaseMemoryService):
         flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
+        # A zero full-text weight skips the MATCH candidates altogether (they cost
+        # the most on short English queries: ngram bigrams match nearly every row).
+        ft_query = query if w.fulltext else ""
         engine = await self._engine()
         qvec = await self._query_vector(query)
+        if qvec is None and not ft_query:
+            ft_query = query
         now = _now()
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
         try:
             async with engine.connect() as conn:
                 if use_sql:
-                    hits = await self._search_sql(conn, app, user, query, qvec, now, k, w, flt, ms)
+                    hits = await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
                 else:
-                    hits = await self._search_numpy(conn, app, user, query, qvec, now, k, w, flt, ms)
+                    hits = await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
                 if hits and (s.bump_access if bump_access is None else bump_access):
                     stmt, params = q.bump_access([h.memory_id for h in hits], now)
                     await conn.execute(stmt, params)
