@@ -1,14 +1,20 @@
-"""Statement builders for the session service: pure functions returning SQLAlchemy statements, no I/O.
+"""Statements of the session service: prebuilt constants for the hot path, builders for the rest. No I/O.
 
 Every statement filters on ``app_name`` and ``user_id`` first, the leading
 columns of every key, so each is a prefix seek.
+
+The per-request statements (``INSERT_SESSION``, ``SELECT_SESSION``,
+``BUMP_SESSION_CAS``, ``INSERT_EVENT``, ``SELECT_STATE_ROWS``) are built once
+with bind parameters: building a Core statement per call cost ~0.5 ms of a
+1.7 ms UPDATE+INSERT+COMMIT on seekdb (1.2 ms prebuilt, measured in one run).
+Their parameters are ``app``, ``user``, ``sid`` plus those named below.
 """
 
 from __future__ import annotations
 
 from typing import Any, Sequence
 
-from sqlalchemy import Delete, Insert, Select, Update, and_, delete, func, literal, or_, select, tuple_, update
+from sqlalchemy import Delete, Insert, Select, Update, and_, bindparam, delete, func, literal, or_, select, tuple_, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 
 from ..schema import agent_sessions as S
@@ -17,13 +23,17 @@ from ..schema import session_state as ST
 from .codec import APP, SESSION, USER
 
 __all__ = [
-    "bump_session",
+    "BUMP_SESSION",
+    "BUMP_SESSION_CAS",
+    "INSERT_EVENT",
+    "INSERT_SESSION",
+    "SELECT_SESSION",
+    "SELECT_STATE_ROWS",
+    "bump_params",
     "delete_events",
     "delete_session",
     "delete_session_state",
     "event_exists",
-    "insert_event",
-    "insert_session",
     "latest_event_id",
     "lock_session",
     "archive_seq_ranges",
@@ -51,39 +61,48 @@ def _event_key(app: str, user: str, sid: str) -> Any:
     return and_(E.c.app_name == app, E.c.user_id == user, E.c.session_id == sid)
 
 
-def insert_session(row: dict[str, Any]) -> Insert:
-    return S.insert().values(**row)
+_KEY_BP = and_(S.c.app_name == bindparam("app"), S.c.user_id == bindparam("user"), S.c.session_id == bindparam("sid"))
+
+INSERT_SESSION = S.insert()
+"""Executed with one dict of all ``agent_sessions`` columns."""
+
+SELECT_SESSION = select(S.c.last_seq, S.c.last_update_time).where(_KEY_BP)
+
+BUMP_SESSION = (
+    update(S)
+    .where(_KEY_BP)
+    .values(
+        last_seq=S.c.last_seq + 1,
+        event_count=S.c.event_count + 1,
+        total_tokens=S.c.total_tokens + bindparam("tokens"),
+        last_update_time=bindparam("ts"),
+        updated_at=bindparam("when"),
+    )
+)
+"""Advances ``last_seq`` by one (marker-less appends, under ``lock_session``)."""
+
+BUMP_SESSION_CAS = BUMP_SESSION.where(S.c.last_seq == bindparam("expected_seq"))
+"""The compare-and-set append: 0 rows updated means stale (or gone)."""
+
+INSERT_EVENT = E.insert()
+"""Executed with one dict of all ``session_events`` columns."""
+
+
+def bump_params(app: str, user: str, sid: str, *, ts: float, when: Any, tokens: int, expected_seq: int | None = None) -> dict:
+    """Parameters for ``BUMP_SESSION`` / ``BUMP_SESSION_CAS``."""
+    params = {"app": app, "user": user, "sid": sid, "ts": ts, "when": when, "tokens": tokens}
+    if expected_seq is not None:
+        params["expected_seq"] = expected_seq
+    return params
 
 
 def select_session(app: str, user: str, sid: str) -> Select:
-    return select(S.c.last_seq, S.c.last_update_time).where(_session_key(app, user, sid))
+    return SELECT_SESSION.params(app=app, user=user, sid=sid)
 
 
 def lock_session(app: str, user: str, sid: str) -> Select:
     """The session row with a row lock (marker-less appends read-then-write under it)."""
     return select_session(app, user, sid).with_for_update()
-
-
-def bump_session(app: str, user: str, sid: str, *, expected_seq: int | None, ts: float, when: Any, tokens: int) -> Update:
-    """Advances ``last_seq`` by one; with ``expected_seq`` it is a compare-and-set (0 rows = stale)."""
-    cond = _session_key(app, user, sid)
-    if expected_seq is not None:
-        cond = and_(cond, S.c.last_seq == expected_seq)
-    return (
-        update(S)
-        .where(cond)
-        .values(
-            last_seq=S.c.last_seq + 1,
-            event_count=S.c.event_count + 1,
-            total_tokens=S.c.total_tokens + tokens,
-            last_update_time=ts,
-            updated_at=when,
-        )
-    )
-
-
-def insert_event(row: dict[str, Any]) -> Insert:
-    return E.insert().values(**row)
 
 
 def event_exists(app: str, user: str, sid: str, event_id: str) -> Select:
@@ -185,6 +204,17 @@ def _state_scopes(app: str, user: str, sid: str | None) -> Any:
     if sid is not None:
         conds.append(and_(ST.c.scope == SESSION, ST.c.user_id == user, ST.c.session_id == sid))
     return and_(ST.c.app_name == app, or_(*conds))
+
+
+SELECT_STATE_ROWS = select(ST.c.scope, ST.c.state_key, ST.c.value_json).where(
+    ST.c.app_name == bindparam("app"),
+    or_(
+        and_(ST.c.scope == APP, ST.c.user_id == "", ST.c.session_id == ""),
+        and_(ST.c.scope == USER, ST.c.user_id == bindparam("user"), ST.c.session_id == ""),
+        and_(ST.c.scope == SESSION, ST.c.user_id == bindparam("user"), ST.c.session_id == bindparam("sid")),
+    ),
+)
+"""App, user and session state rows of one session: three primary-key range seeks."""
 
 
 def select_state_rows(app: str, user: str, sid: str | None) -> Select:

@@ -235,10 +235,10 @@ class OceanBaseSessionService(BaseSessionService):
         }
         try:
             async with self._tx() as conn:
-                await conn.execute(q.insert_session(row))
+                await conn.execute(q.INSERT_SESSION, row)
                 if encoded:
                     await conn.execute(q.upsert_state(self._state_rows(app, user, sid, encoded, when)))
-                state_rows = (await conn.execute(q.select_state_rows(app, user, sid))).all()
+                state_rows = (await conn.execute(q.SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid})).all()
         except IntegrityError as exc:
             if is_duplicate_key(exc):
                 raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
@@ -272,7 +272,8 @@ class OceanBaseSessionService(BaseSessionService):
         after = config.after_timestamp if config and config.after_timestamp else None
         engine = await self._engine()
         async with engine.connect() as conn:
-            head = (await conn.execute(q.select_session(app, user, sid))).first()
+            key = {"app": app, "user": user, "sid": sid}
+            head = (await conn.execute(q.SELECT_SESSION, key)).first()
             if head is None:
                 return None
             events: list[Event] = []
@@ -288,7 +289,7 @@ class OceanBaseSessionService(BaseSessionService):
                     floor = (await conn.execute(q.window_start_seq(app, user, sid, num_recent=num, after_ts=after))).scalar()
                 rows = (await conn.execute(q.select_live_events(app, user, sid, after_ts=after, min_seq=floor))).all()
                 events = [codec.decode_event(r.event_json) for r in rows]
-            state_rows = (await conn.execute(q.select_state_rows(app, user, sid))).all()
+            state_rows = (await conn.execute(q.SELECT_STATE_ROWS, key)).all()
         session = Session(
             id=sid,
             app_name=app,
@@ -411,10 +412,11 @@ class OceanBaseSessionService(BaseSessionService):
         async with self._tx() as conn:
             if expected is None:
                 seq = await self._check_markerless(conn, app, user, sid, session)
-                await conn.execute(q.bump_session(app, user, sid, expected_seq=None, ts=event.timestamp, when=when, tokens=tokens))
+                await conn.execute(q.BUMP_SESSION, q.bump_params(app, user, sid, ts=event.timestamp, when=when, tokens=tokens))
             else:
                 res = await conn.execute(
-                    q.bump_session(app, user, sid, expected_seq=expected, ts=event.timestamp, when=when, tokens=tokens)
+                    q.BUMP_SESSION_CAS,
+                    q.bump_params(app, user, sid, ts=event.timestamp, when=when, tokens=tokens, expected_seq=expected),
                 )
                 if res.rowcount != 1:
                     if await self._already_stored(conn, app, user, sid, event.id):
@@ -422,7 +424,7 @@ class OceanBaseSessionService(BaseSessionService):
                     raise StaleSessionConflictError(_STALE)
                 seq = expected
             try:
-                await conn.execute(q.insert_event(self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when)))
+                await conn.execute(q.INSERT_EVENT, self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when))
             except IntegrityError as exc:
                 if not is_duplicate_key(exc):
                     raise
