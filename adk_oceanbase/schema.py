@@ -97,6 +97,9 @@ agent_sessions = Table(
     Column("last_update_time", Double, nullable=False),
     Column("created_at", _ts(), nullable=False),
     Column("updated_at", _ts(), nullable=False),
+    # create_session's state (JSON, ADK-prefixed keys, temp: dropped): the
+    # baseline replay needs, since creation state is not an event.
+    Column("initial_state", LONGTEXT, nullable=True),
     PrimaryKeyConstraint("app_name", "user_id", "session_id", name="pk_agent_sessions"),
     Index("ix_sessions_user_recent", "app_name", "user_id", "last_update_time", "session_id"),
     Index("ix_sessions_app_recent", "app_name", "last_update_time", "user_id", "session_id"),

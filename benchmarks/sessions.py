@@ -436,14 +436,14 @@ async def phase_compaction(systems: Systems, size: int, keep: int, seed: int) ->
 
 
 async def phase_service_compaction(sys_: System, events: list[Event], keep: int) -> Result:
-    """Ours only, when ``compact_session`` exists: compact a fresh copy of the session service-side."""
+    """Ours only: compact a fresh copy of the session service-side (keep the newest ``keep`` events)."""
+    from adk_oceanbase.compaction import KeepLastN
+
     svc = sys_.svc
-    if not hasattr(svc, "compact_session"):
-        return {"service_compaction": "skipped: OceanBaseSessionService.compact_session not available yet"}
     sess = await svc.create_session(app_name=APP, user_id="u-cmp", session_id="cmp")
     await sys_.append_timed(sess, events, None)
     t0 = time.perf_counter()
-    await svc.compact_session(app_name=APP, user_id="u-cmp", session_id="cmp")
+    await svc.compact_session(app_name=APP, user_id="u-cmp", session_id="cmp", policy=KeepLastN(keep_last=keep, min_batch=1))
     compact_s = time.perf_counter() - t0
     loaded: dict[str, Any] = {}
 

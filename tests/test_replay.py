@@ -52,7 +52,7 @@ async def test_replay_at_every_event_equals_live_state(database):
     for user, sid, eid, state, at in observed:
         got = await replay_state(svc, app_name=APP, user_id=user, session_id=sid, event_id=eid)
         assert got.state == state, eid
-        assert got.event_id == eid and not (got.assumed_absent & state.keys())  # only keys first written later
+        assert got.event_id == eid
         by_time = await replay_state(svc, app_name=APP, user_id=user, session_id=sid, at_time=at)
         assert by_time.state == state
     for s in sessions.values():
@@ -60,16 +60,20 @@ async def test_replay_at_every_event_equals_live_state(database):
         assert (await replay_state(svc, app_name=APP, user_id=s.user_id, session_id=s.id)).state == now.state
 
 
-async def test_creation_state_is_the_baseline_and_gaps_are_reported(database):
+async def test_creation_state_is_the_baseline(database):
     svc = OceanBaseSessionService(database=database)
-    s = await svc.create_session(app_name=APP, user_id="u9", state={"fixed": 1, "count": 0})
-    first = delta_event(1_730_000_000.0, {"count": 1})
+    s = await svc.create_session(app_name=APP, user_id="u9", state={"fixed": 1, "count": 0, "user:tier": "a", "temp:x": 1})
+    first = delta_event(1_730_000_000.0, {"count": 1, "user:tier": "b"})
     await svc.append_event(s, first)
     after = await replay_state(svc, app_name=APP, user_id="u9", session_id=s.id, event_id=first.id)
-    assert after.state == {"fixed": 1, "count": 1}
+    assert after.state == {"fixed": 1, "count": 1, "user:tier": "b"}
     before = await replay_state(svc, app_name=APP, user_id="u9", session_id=s.id, at_time=1_729_999_999.0)
-    # 'count' was set by create_session and first changed by a delta: its earlier value is not in the log
-    assert before.seq == 0 and before.state == {"fixed": 1} and before.assumed_absent == {"count"}
+    # create_session's values are in the log too: 'count' was 0 and the tier 'a' before the first event
+    assert before.seq == 0 and before.state == {"fixed": 1, "count": 0, "user:tier": "a"}
+    # another session of the same user, created later, sees the tier as it was then
+    other = await svc.create_session(app_name=APP, user_id="u9", state={"user:tier": "c"})
+    assert (await replay_state(svc, app_name=APP, user_id="u9", session_id=s.id, event_id=first.id)).state["user:tier"] == "b"
+    assert (await replay_state(svc, app_name=APP, user_id="u9", session_id=other.id)).state == {"user:tier": "c"}
 
 
 async def test_unknown_session_or_event(database):

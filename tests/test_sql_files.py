@@ -32,9 +32,13 @@ async def describe(db: Database) -> dict:
         cols = (
             await conn.execute(
                 text(
-                    "SELECT table_name, column_name, column_type, is_nullable, column_default "
-                    "FROM information_schema.columns WHERE table_schema = DATABASE() "
-                    "AND table_name NOT LIKE 'adk_oceanbase_version' ORDER BY table_name, ordinal_position"
+                    # base tables only: view column metadata is derived (and OceanBase
+                    # reports a view's nullability differently after an ALTER of its table)
+                    "SELECT c.table_name, c.column_name, c.column_type, c.is_nullable, c.column_default "
+                    "FROM information_schema.columns c JOIN information_schema.tables t "
+                    "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
+                    "WHERE c.table_schema = DATABASE() AND t.table_type = 'BASE TABLE' "
+                    "AND c.table_name NOT LIKE 'adk_oceanbase_version' ORDER BY c.table_name, c.ordinal_position"
                 )
             )
         ).all()

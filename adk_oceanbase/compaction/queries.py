@@ -21,7 +21,7 @@ __all__ = [
     "live_raw_count",
     "live_summaries",
     "replay_deltas",
-    "state_rows_with_time",
+    "initial_states",
     "session_head",
     "event_position",
 ]
@@ -111,11 +111,11 @@ def replay_deltas(app: str, user: str | None, *, until_ts: float | None = None) 
     return stmt.order_by(E.c.ts.asc(), E.c.user_id.asc(), E.c.session_id.asc(), E.c.seq.asc())
 
 
-def state_rows_with_time(app: str, user: str, sid: str) -> Select:
-    """Current app, user and session state rows with their last write time (replay's baseline)."""
-    scopes = or_(
-        and_(ST.c.scope == "app", ST.c.user_id == "", ST.c.session_id == ""),
-        and_(ST.c.scope == "user", ST.c.user_id == user, ST.c.session_id == ""),
-        and_(ST.c.scope == "session", ST.c.user_id == user, ST.c.session_id == sid),
+def initial_states(app: str, user: str | None) -> Select:
+    """Every session's creation state in the app (or one user's): replay's baseline writes."""
+    stmt = select(S.c.user_id, S.c.session_id, S.c.created_at, S.c.initial_state).where(
+        S.c.app_name == app, S.c.initial_state.is_not(None)
     )
-    return select(ST.c.scope, ST.c.state_key, ST.c.value_json, ST.c.updated_at).where(ST.c.app_name == app, scopes)
+    if user is not None:
+        stmt = stmt.where(S.c.user_id == user)
+    return stmt

@@ -1,16 +1,15 @@
-"""Replay: a session's state as of any event or instant, rebuilt from the event log.
+"""Replay: a session's state as of any event or instant, rebuilt from the log.
 
-The log is never trimmed by compaction (archived rows stay), so every state
-delta is still there. Session keys come from this session's deltas up to the
-chosen event; ``app:`` and ``user:`` keys are shared, so they fold in the
-deltas of *every* session of the app (or the user) up to that moment: the
-shared state as it was then, not as it is now.
+The log is every session's creation state (``agent_sessions.initial_state``)
+plus every event's state delta; compaction archives rows but never deletes
+them, so nothing is missing.  Session keys come from this session alone, up
+to the chosen event (by ``seq``).  ``app:`` and ``user:`` keys are shared, so
+they fold in the writes of *every* session of the app (or user) up to that
+moment, in time order: the shared state as it was then, not as it is now.
 
-Limit: state given to ``create_session(state=...)`` is not an event. A key it
-set and no delta ever touched is taken from the current row when that row was
-written no later than the replay point (its ``updated_at``); a key whose
-first delta comes after the replay point is assumed absent before it and is
-listed in :attr:`ReplayedState.assumed_absent`.
+Limits: a deleted session's events and creation state are gone, so its past
+writes to shared keys cannot be replayed; writes are ordered by the clients'
+timestamps (the only clock ADK has).
 """
 
 from __future__ import annotations
@@ -18,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from google.adk.sessions.state import State
 
@@ -39,23 +38,27 @@ class ReplayedState:
 
     state: dict[str, Any]
     seq: int
-    """Sequence number of the last event applied (0: before the first event)."""
+    """Sequence number of the last event applied (0: the session as created)."""
     event_id: str | None
     timestamp: float | None
-    assumed_absent: frozenset[str]
-    """Keys first written by a delta after this point: taken as absent here (create_session state is not logged)."""
 
 
-def _scoped(key: str) -> str:
+@dataclass(frozen=True)
+class _Write:
+    ts: float
+    order: int  # 0 = creation state, 1 = event delta (same instant: creation first)
+    user_id: str
+    session_id: str
+    seq: int  # 0 for creation state
+    delta: dict[str, Any]
+
+
+def _scope(key: str) -> str:
     if key.startswith(State.APP_PREFIX):
         return "app"
     if key.startswith(State.USER_PREFIX):
         return "user"
     return "session"
-
-
-def _merged_key(scope: str, key: str) -> str:
-    return {"app": State.APP_PREFIX, "user": State.USER_PREFIX}.get(scope, "") + key
 
 
 async def replay_state(
@@ -71,9 +74,9 @@ async def replay_state(
 
     Args:
         event_id: replay up to and including this event of the session.
-        at_time: or replay every event with ``timestamp <= at_time``.
-            With neither, replays the whole log (useful as a consistency check
-            against the stored state).
+        at_time: or replay every write with ``timestamp <= at_time``.
+            With neither, replays the whole log (equal to the stored state:
+            a consistency check).
 
     Raises:
         SessionMissingError: no such session, or ``event_id`` is not one of its events.
@@ -88,39 +91,46 @@ async def replay_state(
         pos = (await conn.execute(cq.event_position(app, user, sid, event_id=event_id, at_ts=at_time))).first()
         if pos is None and event_id is not None:
             raise SessionMissingError(f"Event {event_id} is not in session {sid}.")
-        seq = pos.seq if pos is not None else 0
-        until = at_time if at_time is not None else (pos.ts if pos is not None else float("-inf"))
-        if event_id is None and at_time is None:
-            until = float("inf")  # the whole log: other sessions' later writes count too
-        # Every delta, not only those up to the replay point: a key first written
-        # later must be known as "touched" to tell it apart from creation state.
         deltas = (await conn.execute(cq.replay_deltas(app, None))).all()
-        current = (await conn.execute(cq.state_rows_with_time(app, user, sid))).all()
+        initials = (await conn.execute(cq.initial_states(app, None))).all()
 
-    touched: set[str] = set()
+    seq = pos.seq if pos is not None else 0
+    if event_id is None and at_time is None:
+        until = float("inf")  # the whole log: other sessions' later writes count too
+    else:
+        until = at_time if at_time is not None else pos.ts
+
     state: dict[str, Any] = {}
-    for row in deltas:
-        mine = row.user_id == user and row.session_id == sid
-        delta = (json.loads(row.event_json).get("actions") or {}).get("state_delta") or {}
-        for key, value in delta.items():
-            scope = _scoped(key)
-            relevant = mine or scope == "app" or (scope == "user" and row.user_id == user)
-            if not relevant:
-                continue
-            touched.add(key)
-            applies = (row.seq <= seq) if mine else (row.ts <= until)
-            if applies:
-                state[key] = value
-    assumed_absent = set()
-    for row in current:
-        key = _merged_key(row.scope, row.state_key)
-        if key in touched:
-            if key not in state:
-                assumed_absent.add(key)
+    for w in _writes(deltas, initials):
+        mine = w.user_id == user and w.session_id == sid
+        if not (w.seq <= seq if mine else w.ts <= until):
             continue
-        written = row.updated_at.replace(tzinfo=timezone.utc).timestamp()
-        if written <= until or row.scope == "session":
-            state[key] = codec.decode_value(row.value_json)
-    ordered = {k: v for k, v in state.items() if _scoped(k) == "session"}
-    ordered.update({k: v for k, v in state.items() if _scoped(k) != "session"})
-    return ReplayedState(ordered, seq, pos.event_id if pos is not None else None, pos.ts if pos is not None else at_time, frozenset(assumed_absent))
+        for key, value in w.delta.items():
+            scope = _scope(key)
+            if mine or scope == "app" or (scope == "user" and w.user_id == user):
+                state[key] = value
+    ordered = {k: v for k, v in state.items() if _scope(k) == "session"}
+    ordered.update({k: v for k, v in state.items() if _scope(k) != "session"})
+    return ReplayedState(ordered, seq, pos.event_id if pos is not None else None, pos.ts if pos is not None else at_time)
+
+
+def _writes(deltas: list, initials: list) -> Iterator[_Write]:
+    """Creation states and event deltas of the app as one time-ordered log.
+
+    A session's creation is placed no later than its first event, so a client
+    whose event timestamps precede the server-side creation time still
+    replays creation first.
+    """
+    first_ts: dict[tuple[str, str], float] = {}
+    writes: list[_Write] = []
+    for r in deltas:
+        first_ts.setdefault((r.user_id, r.session_id), r.ts)
+        first_ts[(r.user_id, r.session_id)] = min(first_ts[(r.user_id, r.session_id)], r.ts)
+        delta = (json.loads(r.event_json).get("actions") or {}).get("state_delta") or {}
+        writes.append(_Write(r.ts, 1, r.user_id, r.session_id, r.seq, delta))
+    for r in initials:
+        created = r.created_at.replace(tzinfo=timezone.utc).timestamp()
+        ts = min(created, first_ts.get((r.user_id, r.session_id), created))
+        writes.append(_Write(ts, 0, r.user_id, r.session_id, 0, json.loads(r.initial_state)))
+    writes.sort(key=lambda w: (w.ts, w.order, w.user_id, w.session_id, w.seq))
+    return iter(writes)

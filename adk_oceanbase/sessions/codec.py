@@ -31,6 +31,7 @@ __all__ = [
     "encode_state",
     "event_type",
     "merge_state",
+    "state_document",
     "split_state",
     "to_datetime",
 ]
@@ -96,6 +97,18 @@ def encode_state(scopes: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]
                 raise InvalidStateError(f"state key must be 1..{STATE_KEY_LEN} characters, got {len(key)}")
             rows.append((scope, key, _encode_value(key, value)))
     return rows
+
+
+def state_document(encoded: list[tuple[str, str, str]]) -> str | None:
+    """One JSON object of encoded state rows with ADK prefixes restored (``None`` when empty).
+
+    Built from the already-encoded values, so nothing is serialised twice.
+    """
+    if not encoded:
+        return None
+    prefix = {APP: State.APP_PREFIX, USER: State.USER_PREFIX, SESSION: ""}
+    items = (json.dumps(prefix[scope] + key, ensure_ascii=False) + ":" + raw for scope, key, raw in encoded)
+    return "{" + ",".join(items) + "}"
 
 
 def merge_state(rows: Iterable[tuple[str, str, str]]) -> dict[str, Any]:

@@ -232,6 +232,7 @@ class OceanBaseSessionService(BaseSessionService):
             "last_update_time": now,
             "created_at": when,
             "updated_at": when,
+            "initial_state": codec.state_document(encoded),
         }
         try:
             async with self._tx() as conn:

@@ -1,4 +1,4 @@
--- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0002) and adk_oceanbase/schema.py.
+-- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0003) and adk_oceanbase/schema.py.
 -- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
 -- This file is for DBAs who apply DDL by hand; tests/test_sql_files.py checks it matches a migrated database.
 -- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.
@@ -13,6 +13,7 @@ CREATE TABLE agent_sessions (
   last_update_time DOUBLE NOT NULL,           -- exact float epoch ADK returns as Session.last_update_time
   created_at DATETIME(6) NOT NULL,
   updated_at DATETIME(6) NOT NULL,
+  initial_state LONGTEXT,                     -- create_session's state as JSON (replay's baseline)
   CONSTRAINT pk_agent_sessions PRIMARY KEY (app_name, user_id, session_id),
   INDEX ix_sessions_user_recent (app_name, user_id, last_update_time, session_id),
   INDEX ix_sessions_app_recent (app_name, last_update_time, user_id, session_id)
