@@ -43,6 +43,8 @@ __all__ = [
     "near_duplicate_candidates",
     "nearest_neighbour",
     "numpy_prefilter",
+    "reset_other_models",
+    "set_ef_search",
     "set_embedding",
     "supersede",
     "sweep_unembedded",
@@ -361,3 +363,17 @@ def embedding_models_in_use() -> TextClause:
         f"SELECT embedding_model, embedding_dim, COUNT(*) FROM {T} WHERE embedding_model IS NOT NULL "
         "GROUP BY embedding_model, embedding_dim"
     )
+
+
+def reset_other_models(model: str, dim: int, now: datetime) -> tuple[TextClause, dict[str, Any]]:
+    """Clears vectors made by another model so the vectorizer re-embeds them (``service.reembed()``)."""
+    stmt = text(
+        f"UPDATE {T} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, embed_status = 'pending', "
+        "updated_at = :now WHERE embedding_model <> :m OR embedding_dim <> :d"
+    )
+    return stmt, {"now": now, "m": model, "d": dim}
+
+
+def set_ef_search(ef: int) -> tuple[TextClause, dict[str, Any]]:
+    """OceanBase: HNSW search breadth for this connection (server default 64; higher = better recall, slower)."""
+    return text("SET ob_hnsw_ef_search = :n"), {"n": int(ef)}

@@ -9,18 +9,14 @@ worker, and the MySQL scoring is :mod:`.scoring`.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import dataclasses
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
 
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
-from google.genai import types
-from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
@@ -31,10 +27,11 @@ from ..engine import Database
 from ..errors import ConfigurationError, EmbeddingModelMismatchError, SchemaMissingError, ValidationError, translate_db_error
 from ..sessions.codec import check_id
 from . import queries as q
-from .consolidation import _loads, content_hash, write_drafts
+from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .extraction import LlmExtractor, MemoryDraft, event_text, group_exchanges, memory_id_for, turn_drafts
 from .queries import SearchFilters
+from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
 from .settings import MemorySettings, ScoreWeights
 from .vectorizer import Vectorizer
@@ -50,16 +47,6 @@ logger = logging.getLogger(__name__)
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
-
-
-@dataclass(frozen=True)
-class MemoryHit:
-    """One search result: the ADK entry plus the per-signal scores that ranked it."""
-
-    memory_id: str
-    entry: MemoryEntry
-    score: float
-    signals: Signals
 
 
 class OceanBaseMemoryService(BaseMemoryService):
@@ -170,13 +157,8 @@ class OceanBaseMemoryService(BaseMemoryService):
         """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count."""
         await self._db.start()
         async with self._db.engine.begin() as conn:
-            res = await conn.execute(
-                text(
-                    "UPDATE agent_memories SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, "
-                    "embed_status = 'pending', updated_at = :now WHERE embedding_model <> :m OR embedding_dim <> :d"
-                ),
-                {"now": _now(), "m": self._embedder.model_name, "d": self._embedder.dim},
-            )
+            stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
+            res = await conn.execute(stmt, params)
         self._checked = False
         await self._engine()
         return int(res.rowcount or 0)
@@ -380,7 +362,8 @@ class OceanBaseMemoryService(BaseMemoryService):
     async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
         dialect, s = self._db.dialect, self.settings
         if s.ef_search is not None:
-            await conn.execute(text("SET ob_hnsw_ef_search = :n"), {"n": int(s.ef_search)})
+            stmt, params = q.set_ef_search(s.ef_search)
+            await conn.execute(stmt, params)
         stmt, params = q.hybrid_search(
             app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
@@ -397,53 +380,3 @@ class OceanBaseMemoryService(BaseMemoryService):
             decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
         )
         return [_hit(r, sig) for r, sig in ranked]
-
-
-def _text(entry: MemoryEntry) -> str:
-    parts = entry.content.parts or [] if entry.content else []
-    return " ".join(p.text.strip() for p in parts if p.text and p.text.strip())
-
-
-def _parse_ts(ts: str | None) -> datetime:
-    if not ts:
-        return _now()
-    try:
-        parsed = datetime.fromisoformat(ts)
-    except ValueError as exc:
-        raise ValidationError(f"MemoryEntry.timestamp must be ISO 8601, got {ts!r}") from exc
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
-    return parsed
-
-
-def _hit(row: Any, sig: Signals) -> MemoryHit:
-    meta: dict[str, Any] = {}
-    if row.custom_metadata:
-        try:
-            meta.update(json.loads(row.custom_metadata))
-        except ValueError:
-            pass
-    meta.update(
-        {
-            "memory_id": row.memory_id,
-            "session_id": row.session_id,
-            "event_ids": _loads(row.event_ids),
-            "topics": _loads(row.topics),
-            "extractor": row.extractor,
-            "importance": float(row.importance_score),
-            "access_count": int(row.access_count),
-            "superseded_by": row.superseded_by,
-            "score": sig.score,
-            "scores": dataclasses.asdict(sig),
-        }
-    )
-    entry = MemoryEntry(
-        id=row.memory_id,
-        author=row.author,
-        timestamp=row.created_at.replace(tzinfo=timezone.utc).isoformat(),
-        content=types.Content(
-            role="user" if row.author == "user" else "model", parts=[types.Part.from_text(text=row.content)]
-        ),
-        custom_metadata=meta,
-    )
-    return MemoryHit(row.memory_id, entry, sig.score, sig)

@@ -1,0 +1,77 @@
+"""Rows to results: ``MemoryHit`` and the ADK ``MemoryEntry`` with its score breakdown; entry text and timestamps."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+
+from ..errors import ValidationError
+from .consolidation import _loads
+from .scoring import Signals
+
+__all__ = ["MemoryHit", "entry_text", "parse_timestamp", "to_hit"]
+
+
+@dataclass(frozen=True)
+class MemoryHit:
+    """One search result: the ADK entry plus the per-signal scores that ranked it."""
+
+    memory_id: str
+    entry: MemoryEntry
+    score: float
+    signals: Signals
+
+def entry_text(entry: MemoryEntry) -> str:
+    parts = entry.content.parts or [] if entry.content else []
+    return " ".join(p.text.strip() for p in parts if p.text and p.text.strip())
+
+
+def parse_timestamp(ts: str | None) -> datetime:
+    if not ts:
+        return datetime.now(timezone.utc).replace(tzinfo=None)
+    try:
+        parsed = datetime.fromisoformat(ts)
+    except ValueError as exc:
+        raise ValidationError(f"MemoryEntry.timestamp must be ISO 8601, got {ts!r}") from exc
+    if parsed.tzinfo is not None:
+        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
+    return parsed
+
+
+def to_hit(row: Any, sig: Signals) -> MemoryHit:
+    meta: dict[str, Any] = {}
+    if row.custom_metadata:
+        try:
+            meta.update(json.loads(row.custom_metadata))
+        except ValueError:
+            pass
+    meta.update(
+        {
+            "memory_id": row.memory_id,
+            "session_id": row.session_id,
+            "event_ids": _loads(row.event_ids),
+            "topics": _loads(row.topics),
+            "extractor": row.extractor,
+            "importance": float(row.importance_score),
+            "access_count": int(row.access_count),
+            "superseded_by": row.superseded_by,
+            "score": sig.score,
+            "scores": dataclasses.asdict(sig),
+        }
+    )
+    entry = MemoryEntry(
+        id=row.memory_id,
+        author=row.author,
+        timestamp=row.created_at.replace(tzinfo=timezone.utc).isoformat(),
+        content=types.Content(
+            role="user" if row.author == "user" else "model", parts=[types.Part.from_text(text=row.content)]
+        ),
+        custom_metadata=meta,
+    )
+    return MemoryHit(row.memory_id, entry, sig.score, sig)
