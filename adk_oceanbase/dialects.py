@@ -2,8 +2,10 @@
 
 Services and query builders ask the active :class:`EngineDialect` instead of
 testing the dialect name.  Both engines speak the MySQL protocol and share the
-``INSERT ... ON DUPLICATE KEY UPDATE`` upsert, so only vectors, full-text and
-session settings live here.
+``INSERT ... ON DUPLICATE KEY UPDATE`` upsert, so only vector storage and
+scoring (``native_vectors``, the vector codec) and per-connection settings
+live here.  Engine-specific DDL (VECTOR column, HNSW index, full-text parser)
+is spelled out in the Alembic revisions and ``sql/<engine>/schema.sql``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,6 @@ class EngineDialect:
         return ["SET time_zone = '+00:00'"]
 
     # ---------------------------------------------------------------- vectors
-    def vector_column_ddl(self, dim: int) -> str:
-        raise NotImplementedError
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str | bytes:
         raise NotImplementedError
@@ -38,12 +38,7 @@ class EngineDialect:
     def decode_vector(self, raw: object) -> np.ndarray | None:
         raise NotImplementedError
 
-    def vector_index_ddl(self, table: str, column: str, name: str) -> str | None:
-        """DDL creating the ANN index, or ``None`` when the engine has none."""
-        return None
 
-    def fulltext_index_ddl(self, table: str, column: str, name: str) -> str:
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)
@@ -59,8 +54,6 @@ class OceanBaseDialect(EngineDialect):
         us = int(query_timeout_s * 1_000_000)
         return [f"SET time_zone = '+00:00', ob_query_timeout = {us}"]
 
-    def vector_column_ddl(self, dim: int) -> str:
-        return f"VECTOR({dim})"
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str:
         arr = np.asarray(vec, dtype=np.float32)
@@ -77,12 +70,7 @@ class OceanBaseDialect(EngineDialect):
             return np.zeros(0, dtype=np.float32)
         return np.array([float(x) for x in text.split(",")], dtype=np.float32)
 
-    def vector_index_ddl(self, table: str, column: str, name: str) -> str:
-        return f"CREATE VECTOR INDEX {name} ON {table}({column}) WITH (distance=cosine, type=hnsw, lib=vsag)"
 
-    def fulltext_index_ddl(self, table: str, column: str, name: str) -> str:
-        # ngram so CJK text is searchable (ADK issue #2438: Korean search failing).
-        return f"CREATE FULLTEXT INDEX {name} ON {table}({column}) WITH PARSER ngram"
 
 
 @dataclass(frozen=True)
@@ -92,8 +80,6 @@ class MySQLDialect(EngineDialect):
     name: str = "mysql"
     native_vectors: bool = False
 
-    def vector_column_ddl(self, dim: int) -> str:
-        return "LONGBLOB"
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> bytes:
         return np.asarray(vec, dtype="<f4").tobytes()
@@ -103,8 +89,6 @@ class MySQLDialect(EngineDialect):
             return None
         return np.frombuffer(bytes(raw), dtype="<f4").copy()
 
-    def fulltext_index_ddl(self, table: str, column: str, name: str) -> str:
-        return f"CREATE FULLTEXT INDEX {name} ON {table}({column})"
 
 
 def dialect_for(server_version: str) -> EngineDialect:

@@ -105,7 +105,7 @@ async def explain(database, settings: MemorySettings) -> str:
 async def test_explain_uses_vector_index_for_ann_candidates(seeded, database):
     plan = await explain(database, MemorySettings(vector_search="ann"))
     assert "VECTOR INDEX" in plan, plan
-    assert "TEXT RETRIEVAL" in plan, plan  # the full-text candidates use the ngram index
+    assert "TEXT RETRIEVAL" in plan, plan  # the full-text candidates use the ik full-text index
     exact_plan = await explain(database, MemorySettings(vector_search="exact"))
     assert "VECTOR INDEX" not in exact_plan, exact_plan
 

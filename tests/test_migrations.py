@@ -77,3 +77,20 @@ async def test_cli_reports_unreachable_database_as_an_error(capsys):
     code = await asyncio.to_thread(cli_main, ["db", "current", "--url", "oceanbase://root:hunter2@127.0.0.1:1/x"])
     err = capsys.readouterr().err
     assert code == 2 and "cannot connect" in err and "hunter2" not in err
+
+
+async def test_fulltext_parser_follows_the_revisions(fresh_url):
+    """0001 created ngram; 0004 moved OceanBase's memory full-text index to ik (and back on downgrade)."""
+    db = Database(Config.from_url(fresh_url))
+
+    async def ddl() -> str:
+        async with db.engine.connect() as conn:
+            return (await conn.execute(text("SHOW CREATE TABLE agent_memories"))).one()[1]
+
+    try:
+        await migrations.upgrade(db)
+        assert "WITH PARSER ik" in await ddl()
+        await migrations.downgrade(db, "0003")
+        assert "WITH PARSER ngram" in await ddl()
+    finally:
+        await db.close()

@@ -56,8 +56,9 @@ async def describe(db: Database) -> dict:
         ).scalars().all()
     return {
         "columns": [tuple(str(v).lower() if v is not None else None for v in r) for r in cols],
-        # OceanBase's hidden index columns carry a per-table id suffix (__vid_1795321645700298)
-        "indexes": [(t, i, n, re.sub(r"_\d{10,}$", "", str(c)), u) for t, i, n, c, u in idx],
+        # OceanBase's hidden index columns carry id suffixes (__vid_1795321645700298,
+        # __word_segment_39_...) that depend on DDL history, not on meaning
+        "indexes": [(t, i, n, re.sub(r"(_\d+)+$", "", str(c)) if str(c).startswith("__") else c, u) for t, i, n, c, u in idx],
         "views": sorted(views),
     }
 

@@ -5,7 +5,7 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
 1. ``ann``: the user's nearest memories by ``cosine_distance ... APPROXIMATE
    LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``);
 2. ``ft``: the user's best full-text matches, ``MATCH(content) AGAINST(q)``
-   on the ngram index, so CJK and Korean queries hit;
+   on the ik full-text index (words for English, segmentation for CJK and Korean);
 3. the union of both candidate lists is joined back to the table and every
    candidate gets ``w_sem*sim + w_rec*recency + w_freq*frequency +
    w_ft*ft/max(ft) + w_imp*importance`` computed in SQL, ordered, cut to k.
@@ -182,7 +182,7 @@ def hybrid_search(
         where = _scope_where("f", filters, settings.include_superseded, params)
         ctes.append(
             f"ft AS (SELECT f.memory_id, MATCH(f.content) AGAINST(:qtext) AS fts FROM {T} f "
-            f"WHERE {where} AND MATCH(f.content) AGAINST(:qtext) ORDER BY fts DESC LIMIT :pool)"
+            f"WHERE {where} AND MATCH(f.content) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :pool)"
         )
         branches.append("SELECT memory_id FROM ft")
         ft_join = "LEFT JOIN ft ON ft.memory_id = c.memory_id"

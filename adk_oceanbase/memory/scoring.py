@@ -75,7 +75,8 @@ def rank_rows(
     ft_in = np.zeros(n, dtype=bool)
     matched = np.flatnonzero(fts > 0)
     if matched.size:
-        top = matched[np.argsort(-fts[matched], kind="stable")][:pool]
+        # same tie-break as the SQL candidate list: score, then memory id
+        top = sorted(matched, key=lambda i: (-fts[i], rows[i].memory_id))[:pool]
         ft_in[top] = True
         cand |= ft_in
     ft_max = fts[ft_in].max() if ft_in.any() else 0.0

@@ -326,8 +326,7 @@ class OceanBaseMemoryService(BaseMemoryService):
         flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
-        # A zero full-text weight skips the MATCH candidates altogether (they cost
-        # the most on short English queries: ngram bigrams match nearly every row).
+        # A zero full-text weight skips the MATCH candidates altogether.
         ft_query = query if w.fulltext else ""
         engine = await self._engine()
         qvec = await self._query_vector(query)

@@ -6,9 +6,10 @@ Create Date: 2026-11-22
 
 Mirrors ``adk_oceanbase/schema.py`` at the time of writing (a test compares the
 migrated database with the metadata).  The memory table's vector column and its
-indexes depend on the engine, so the dialect seam (``dialect`` in the Alembic
-config attributes) supplies their DDL: ``VECTOR(dim)`` + HNSW + ngram full-text
-on OceanBase/seekdb, ``LONGBLOB`` + plain full-text on MySQL/MariaDB.
+indexes depend on the engine (``dialect.native_vectors`` in the Alembic config
+attributes): ``VECTOR(dim)`` + HNSW + ngram full-text on OceanBase/seekdb,
+``LONGBLOB`` + plain full-text on MySQL/MariaDB.  The DDL is spelled out here,
+not borrowed from live code, so this revision means the same thing forever.
 """
 
 import sqlalchemy as sa
@@ -94,10 +95,14 @@ def upgrade() -> None:
     op.create_index("ix_memories_user_time", "agent_memories", ["app_name", "user_id", "created_at"])
     op.create_index("ix_memories_user_hash", "agent_memories", ["app_name", "user_id", "content_hash"])
     op.create_index("ix_memories_embed_status", "agent_memories", ["embed_status", "updated_at"])
-    op.execute(dialect.fulltext_index_ddl("agent_memories", "content", "ix_memories_content_ft"))
-    vector_ddl = dialect.vector_index_ddl("agent_memories", "embedding", "ix_memories_embedding")
-    if vector_ddl:
-        op.execute(vector_ddl)
+    if dialect.native_vectors:
+        op.execute("CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ngram")
+        op.execute(
+            "CREATE VECTOR INDEX ix_memories_embedding ON agent_memories(embedding) "
+            "WITH (distance=cosine, type=hnsw, lib=vsag)"
+        )
+    else:
+        op.execute("CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)")
 
 
 def _create_memories(dialect, dim: int) -> None:
@@ -120,7 +125,7 @@ def _create_memories(dialect, dim: int) -> None:
             last_accessed_at DATETIME(6),
             created_at DATETIME(6) NOT NULL,
             updated_at DATETIME(6) NOT NULL,
-            embedding {dialect.vector_column_ddl(dim)},
+            embedding {f"VECTOR({dim})" if dialect.native_vectors else "LONGBLOB"},
             embedding_model VARCHAR(128),
             embedding_dim INTEGER,
             embed_status VARCHAR(16) NOT NULL DEFAULT 'pending',

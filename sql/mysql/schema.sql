@@ -1,4 +1,4 @@
--- adk-oceanbase schema for MySQL 8 / MariaDB 10.6+, equivalent to Alembic head (revision 0003) and adk_oceanbase/schema.py.
+-- adk-oceanbase schema for MySQL 8 / MariaDB 10.6+, equivalent to Alembic head (revision 0004) and adk_oceanbase/schema.py.
 -- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
 -- This file is for DBAs who apply DDL by hand; tests/test_sql_files.py checks it matches a migrated database.
 -- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.

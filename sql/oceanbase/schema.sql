@@ -1,4 +1,4 @@
--- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0003) and adk_oceanbase/schema.py.
+-- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0004) and adk_oceanbase/schema.py.
 -- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
 -- This file is for DBAs who apply DDL by hand; tests/test_sql_files.py checks it matches a migrated database.
 -- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.
@@ -80,7 +80,7 @@ CREATE TABLE agent_memories (
   INDEX ix_memories_embed_status (embed_status, updated_at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ngram;
+CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ik;   -- ik: words for English, dictionary segmentation for CJK (migration 0004)
 CREATE VECTOR INDEX ix_memories_embedding ON agent_memories(embedding) WITH (distance=cosine, type=hnsw, lib=vsag);
 
 CREATE OR REPLACE VIEW v_sessions AS
