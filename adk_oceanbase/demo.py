@@ -1,10 +1,15 @@
-"""``adk-oceanbase demo``: a multi-turn conversation through a real ADK Runner, then a resume.
+"""``adk-oceanbase demo``: a multi-turn conversation through a real ADK Runner, a resume, a recall.
 
 Offline and key-free: the agent is a small rule-based ``BaseAgent`` (no LLM)
 that keeps user facts in ``user:`` state, counts turns in session state and
-keeps a scratch value in ``temp:`` state (never stored).  After the
-conversation the service is closed (stopping embedded seekdb), a brand-new
-service reopens the same database, and the resumed session is printed.
+keeps a scratch value in ``temp:`` state (never stored).
+
+1. The conversation runs through ``Runner(session_service=..., memory_service=...)``
+   and the session is added to memory (embedded in the background, MiniLM).
+2. Everything is closed (stopping embedded seekdb); brand-new services reopen
+   the same database and print the resumed session.
+3. A *new* session asks about the first one: the agent answers from the
+   memory service's hybrid search, printed with its per-signal scores.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from google.adk.runners import Runner
 from google.genai import types
 
 from .config import Config
+from .engine import Database
+from .memory import OceanBaseMemoryService
 from .sessions import OceanBaseSessionService
 
 APP = "adk_oceanbase_demo"
@@ -29,8 +36,10 @@ TURNS = [
     "Hi! My name is Lin.",
     "I like hiking and green tea.",
     "我也喜欢龙井茶 🍵",
+    "My sister Mei is a nurse in Lisbon.",
     "What do you know about me?",
 ]
+RECALL = "Where does my sister work?"
 
 _NAME = re.compile(r"my name is (\w+)", re.I)
 _LIKE = re.compile(r"(?:i like|我也喜欢|我喜欢)\s*(.+?)[.!。 🍵]*$", re.I)
@@ -46,17 +55,23 @@ class ConciergeAgent(BaseAgent):
         state = ctx.session.state
         delta: dict = {"turns": int(state.get("turns", 0)) + 1, "temp:last_input_chars": len(text)}
         reply: str
-        if m := _NAME.search(text):
+        if text.rstrip().endswith("?") and "know about me" not in text and ctx.memory_service is not None:
+            found = await ctx.memory_service.search_memory(app_name=ctx.app_name, user_id=ctx.user_id, query=text)
+            best = found.memories[0] if found.memories else None
+            reply = f"From an earlier conversation: \"{best.content.parts[0].text}\"" if best else "I don't remember."
+        elif m := _NAME.search(text):
             delta["user:name"] = m.group(1)
             reply = f"Nice to meet you, {m.group(1)}."
         elif m := _LIKE.search(text):
             likes = list(state.get("user:likes", [])) + [m.group(1).strip()]
             delta["user:likes"] = likes
             reply = f"Noted: you like {m.group(1).strip()}."
-        else:
+        elif "know about me" in text:
             name = state.get("user:name", "friend")
             likes = ", ".join(state.get("user:likes", [])) or "nothing yet"
             reply = f"You are {name}; you like {likes}."
+        else:
+            reply = "Got it."
         yield Event(
             author=self.name,
             invocation_id=ctx.invocation_id,
@@ -66,33 +81,37 @@ class ConciergeAgent(BaseAgent):
         )
 
 
-async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print) -> dict:
-    """Runs the conversation, closes everything, reopens and prints the resumed session.
+async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print, embedder=None) -> dict:
+    """Runs the conversation, closes everything, reopens, prints the resumed session, recalls from memory.
 
-    Returns a small summary (used by the tests).
+    Returns a small summary (used by the tests). ``embedder`` defaults to MiniLM (offline).
     """
     config = Config.from_url(url) if url else Config.from_env()
     out(f"database: {config.redacted_url()}")
     started = time.perf_counter()
-    svc = OceanBaseSessionService(config=config)
+    db = Database(config)  # one engine and one seekdb process for both services
+    svc = OceanBaseSessionService(database=db)
+    memory = OceanBaseMemoryService(database=db, embedder=embedder)
     try:
-        agent = ConciergeAgent(name="concierge")
-        runner = Runner(app_name=APP, agent=agent, session_service=svc)
+        runner = Runner(app_name=APP, agent=ConciergeAgent(name="concierge"), session_service=svc, memory_service=memory)
         session = await svc.create_session(app_name=APP, user_id=USER, state={"app:demo_version": 1})
         out(f"started in {time.perf_counter() - started:.1f}s; session {session.id}\n")
-        for turn in TURNS:
-            out(f"  user > {turn}")
-            msg = types.Content(role="user", parts=[types.Part(text=turn)])
-            async for event in runner.run_async(user_id=USER, session_id=session.id, new_message=msg):
-                if event.content and event.content.parts and event.author != "user":
-                    out(f"  agent> {event.content.parts[0].text}")
+        await _converse(runner, session.id, TURNS, out)
         await runner.close()
+        stored = await svc.get_session(app_name=APP, user_id=USER, session_id=session.id)
+        await memory.add_session_to_memory(stored)
+        await memory.flush()  # wait for the background embedding before closing
     finally:
+        await memory.close()
         await svc.close()
+        await db.close()
 
-    out("\nclosed the service; reopening the database with a new service ...\n")
-    async with OceanBaseSessionService(config=config) as again:
-        resumed = await again.get_session(app_name=APP, user_id=USER, session_id=session.id)
+    out("\nclosed everything; reopening the database with new services ...\n")
+    db = Database(config)
+    svc = OceanBaseSessionService(database=db)
+    memory = OceanBaseMemoryService(database=db, embedder=embedder)
+    try:
+        resumed = await svc.get_session(app_name=APP, user_id=USER, session_id=session.id)
         assert resumed is not None, "the session did not survive a restart"
         out(f"resumed session {resumed.id}: {len(resumed.events)} events")
         for ev in resumed.events:
@@ -101,8 +120,41 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         out("merged state (temp: keys are never stored):")
         for key in sorted(resumed.state):
             out(f"  {key} = {resumed.state[key]!r}")
-        page = await again.list_sessions_page(app_name=APP, user_id=USER, limit=5)
+
+        out("\na new session asks about the first one (answered from the memory service):\n")
+        runner = Runner(app_name=APP, agent=ConciergeAgent(name="concierge"), session_service=svc, memory_service=memory)
+        fresh = await svc.create_session(app_name=APP, user_id=USER)
+        replies = await _converse(runner, fresh.id, [RECALL], out)
+        await runner.close()
+        hits = await memory.search(APP, USER, RECALL, top_k=3, bump_access=False)
+        out("\ntop memories for that question (hybrid score = semantic + full-text + recency + frequency + importance):")
+        for h in hits:
+            sig = h.signals
+            out(f"  {h.score:.3f}  sem={sig.semantic:.2f} ft={sig.fulltext:.2f} rec={sig.recency:.2f} "
+                f"freq={sig.frequency:.2f} imp={sig.importance:.2f}  {h.entry.content.parts[0].text}")
+        page = await svc.list_sessions_page(app_name=APP, user_id=USER, limit=5)
         out(f"\n{len(page.sessions)} most recent demo session(s) for {USER} (newest first):")
         for s in page.sessions:
             out(f"  {s.id}  turns={s.state.get('turns', 0)}")
-        return {"session_id": resumed.id, "events": len(resumed.events), "state": dict(resumed.state)}
+        return {
+            "session_id": resumed.id,
+            "events": len(resumed.events),
+            "state": dict(resumed.state),
+            "recall": replies[-1] if replies else "",
+        }
+    finally:
+        await memory.close()
+        await svc.close()
+        await db.close()
+
+
+async def _converse(runner: Runner, session_id: str, turns: list[str], out: Callable[[str], None]) -> list[str]:
+    replies = []
+    for turn in turns:
+        out(f"  user > {turn}")
+        msg = types.Content(role="user", parts=[types.Part(text=turn)])
+        async for event in runner.run_async(user_id=USER, session_id=session_id, new_message=msg):
+            if event.content and event.content.parts and event.author != "user":
+                out(f"  agent> {event.content.parts[0].text}")
+                replies.append(event.content.parts[0].text)
+    return replies

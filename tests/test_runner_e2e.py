@@ -129,9 +129,12 @@ async def test_embedded_seekdb_resumes_in_a_new_process_and_leaves_no_orphan(tmp
         assert s.state["user:likes"] == ["compilers"]
 
 
-async def test_demo_runs_and_resumes(tmp_path):
+async def test_demo_runs_resumes_and_recalls(tmp_path):
+    from adk_oceanbase.memory import HashEmbedder
+
     lines: list[str] = []
-    summary = await run_demo(f"seekdb://{tmp_path / 'demo'}", out=lines.append)
+    summary = await run_demo(f"seekdb://{tmp_path / 'demo'}", out=lines.append, embedder=HashEmbedder())
     assert summary["events"] == 2 * len(TURNS)
     assert summary["state"]["user:name"] == "Lin"
     assert any("resumed session" in line for line in lines)
+    assert "nurse in Lisbon" in summary["recall"]

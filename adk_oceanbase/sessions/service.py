@@ -238,7 +238,7 @@ class OceanBaseSessionService(BaseSessionService):
             async with self._tx() as conn:
                 await conn.execute(q.INSERT_SESSION, row)
                 if encoded:
-                    await conn.execute(q.upsert_state(self._state_rows(app, user, sid, encoded, when)))
+                    await conn.execute(q.UPSERT_STATE, self._state_rows(app, user, sid, encoded, when))
                 state_rows = (await conn.execute(q.SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid})).all()
         except IntegrityError as exc:
             if is_duplicate_key(exc):
@@ -433,7 +433,7 @@ class OceanBaseSessionService(BaseSessionService):
                 await conn.rollback()
                 return event
             if encoded_state:
-                await conn.execute(q.upsert_state(self._state_rows(app, user, sid, encoded_state, when)))
+                await conn.execute(q.UPSERT_STATE, self._state_rows(app, user, sid, encoded_state, when))
             await self._archive_for(conn, app, user, sid, seq + 1, stored_event, payload)
 
         # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
