@@ -146,12 +146,7 @@ class Database:
         return self
 
     async def _abort_start(self) -> None:
-        if self._owns_engine and self._engine is not None:
-            await self._engine.dispose()
-            self._engine = None
-        if self._seekdb_dir is not None:
-            await EmbeddedSeekdb.release(self._seekdb_dir)
-            self._seekdb_dir = None
+        await self._release()
 
     async def _create_engine(self) -> AsyncEngine:
         cfg = self.config
@@ -213,13 +208,16 @@ class Database:
 
     async def close(self) -> None:
         """Disposes the engine if we created it and stops embedded seekdb if we started it."""
+        await self._release()
+        self._started = False
+
+    async def _release(self) -> None:
         if self._owns_engine and self._engine is not None:
             await self._engine.dispose()
             self._engine = None
         if self._seekdb_dir is not None:
             await EmbeddedSeekdb.release(self._seekdb_dir)
             self._seekdb_dir = None
-        self._started = False
 
     async def __aenter__(self) -> "Database":
         return await self.start()

@@ -130,16 +130,22 @@ async def migrated_url(seekdb_server: SeekdbServer) -> AsyncIterator[str]:
         conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
 
 
-@pytest_asyncio.fixture
-async def database(migrated_url: str) -> AsyncIterator[Database]:
-    """A started ``Database`` on the migrated schema, emptied before the test."""
-    db = Database(Config.from_url(migrated_url))
-    await db.start()
+async def emptied(url: str) -> Database:
+    """A started ``Database`` on a migrated schema with every row of our tables deleted."""
     from sqlalchemy import text
 
+    db = Database(Config.from_url(url))
+    await db.start()
     async with db.engine.begin() as conn:
         for table in OUR_TABLES:
             await conn.execute(text(f"DELETE FROM {table}"))
+    return db
+
+
+@pytest_asyncio.fixture
+async def database(migrated_url: str) -> AsyncIterator[Database]:
+    """A started ``Database`` on the migrated schema, emptied before the test."""
+    db = await emptied(migrated_url)
     try:
         yield db
     finally:
@@ -212,13 +218,7 @@ async def mariadb_migrated_url(mariadb_server: MariaDBServer) -> AsyncIterator[s
 @pytest_asyncio.fixture
 async def mariadb_database(mariadb_migrated_url: str) -> AsyncIterator[Database]:
     """Like ``database`` but on MariaDB: vectors as bytes, no native vector functions."""
-    db = Database(Config.from_url(mariadb_migrated_url))
-    await db.start()
-    from sqlalchemy import text
-
-    async with db.engine.begin() as conn:
-        for table in OUR_TABLES:
-            await conn.execute(text(f"DELETE FROM {table}"))
+    db = await emptied(mariadb_migrated_url)
     try:
         yield db
     finally:
