@@ -1,6 +1,6 @@
 -- adk-oceanbase schema for MySQL 8 / MariaDB 10.6+, equivalent to Alembic head (revision 0004) and adk_oceanbase/schema.py.
 -- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
--- This file is for DBAs who apply DDL by hand; tests/test_sql_files.py checks it matches a migrated database.
+-- This file is for DBAs who apply DDL by hand (then apply ../views.sql for the analyst views); tests/test_sql_files.py checks it matches a migrated database.
 -- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.
 
 CREATE TABLE agent_sessions (
@@ -82,32 +82,3 @@ CREATE TABLE agent_memories (
 
 CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content);
 -- MySQL/MariaDB have no vector index: vectors are little-endian float32 bytes scored in numpy after an SQL prefilter.
-
-CREATE OR REPLACE VIEW v_sessions AS
-SELECT app_name, user_id, session_id, created_at, updated_at,
-       TIMESTAMPDIFF(SECOND, created_at, updated_at) AS active_seconds,
-       event_count, total_tokens, last_seq
-FROM agent_sessions;
-
--- One row per stored event with the readable bits pulled out of the JSON.
-CREATE OR REPLACE VIEW v_session_events AS
-SELECT app_name, user_id, session_id, seq, event_time, author, event_type, invocation_id,
-       token_count, is_final, compacted_by IS NOT NULL AS compacted,
-       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].text')) AS first_text,
-       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_call.name')) AS function_call,
-       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_response.name')) AS function_response
-FROM session_events;
-
--- State as ADK shows it: app:/user: prefixes restored.
-CREATE OR REPLACE VIEW v_state AS
-SELECT app_name, scope, user_id, session_id,
-       CONCAT(CASE scope WHEN 'app' THEN 'app:' WHEN 'user' THEN 'user:' ELSE '' END, state_key) AS state_key,
-       value_json, updated_at
-FROM session_state;
-
--- Memories without the embedding column.
-CREATE OR REPLACE VIEW v_memories AS
-SELECT memory_id, app_name, user_id, content, author, session_id, topics, importance_score,
-       access_count, last_accessed_at, created_at, updated_at, embed_status, embedding_model,
-       extractor, superseded_by IS NOT NULL AS superseded
-FROM agent_memories;
