@@ -16,7 +16,6 @@ from google.genai import types
 
 from adk_oceanbase import Config, OceanBaseSessionService
 from adk_oceanbase.demo import APP, TURNS, ConciergeAgent, run_demo
-from adk_oceanbase.engine import Database
 
 from .fakes import ScriptedLlm, call_reply, has_function_response, last_user_text, text_reply
 
@@ -33,7 +32,7 @@ async def test_custom_agent_conversation_persists_and_resumes(database, migrated
     for turn in TURNS:
         await run_turn(runner, "u1", s.id, turn)
     # a second, independent service (own engine and pool) resumes the session
-    other = OceanBaseSessionService(database=Database(Config.from_url(migrated_url)))
+    other = OceanBaseSessionService(config=Config.from_url(migrated_url))  # owns its engine
     try:
         resumed = await other.get_session(app_name=APP, user_id="u1", session_id=s.id)
         assert len(resumed.events) == 2 * len(TURNS)

@@ -10,7 +10,6 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 
 from adk_oceanbase import Config, OceanBaseSessionService
-from adk_oceanbase.engine import Database
 
 WRITERS = 6
 PER_WRITER = 15
@@ -23,7 +22,7 @@ def ev(text_: str, **delta) -> Event:
 async def test_concurrent_writers_on_one_session_lose_and_duplicate_nothing(migrated_url, database):
     owner = OceanBaseSessionService(database=database)
     s = await owner.create_session(app_name="cc", user_id="u", state={"user:counter": 0})
-    services = [OceanBaseSessionService(database=Database(Config.from_url(migrated_url, pool_size=2))) for _ in range(WRITERS)]
+    services = [OceanBaseSessionService(config=Config.from_url(migrated_url, pool_size=2)) for _ in range(WRITERS)]
     stale_hits = 0
 
     async def writer(w: int, svc: OceanBaseSessionService) -> None:
