@@ -253,26 +253,40 @@ compile: ~0.5 ms less per create_session with state than building VALUES).
 _LIST_COLS = (S.c.user_id, S.c.session_id, S.c.last_update_time, S.c.last_seq)
 
 
+def _list_order(user: str | None) -> list:
+    """ADK's list order: update time, then user id, then session id.
+
+    For one user the user id is constant, so the order is (update time,
+    session id): exactly ``ix_sessions_user_recent``'s column order, which the
+    optimizer then scans directly (with the user id in the ORDER BY it chose
+    the app-wide index and filtered by user instead).
+    """
+    if user is not None:
+        return [S.c.last_update_time, S.c.session_id]
+    return [S.c.last_update_time, S.c.user_id, S.c.session_id]
+
+
 def select_sessions(app: str, user: str | None) -> Select:
-    """ADK's order: oldest update first, ties by user id then session id."""
+    """Every session of the app (or one user), oldest update first as ADK lists them."""
     stmt = select(*_LIST_COLS).where(S.c.app_name == app)
     if user is not None:
         stmt = stmt.where(S.c.user_id == user)
-    return stmt.order_by(S.c.last_update_time.asc(), S.c.user_id.asc(), S.c.session_id.asc())
+    return stmt.order_by(*[c.asc() for c in _list_order(user)])
 
 
 def select_sessions_page(
     app: str, user: str | None, *, limit: int, after: tuple[float, str, str] | None, newest_first: bool
 ) -> Select:
-    """Keyset pagination on (last_update_time, user_id, session_id): O(limit) per page at any depth."""
+    """Keyset pagination on (last_update_time, [user_id,] session_id): O(limit) per page at any depth."""
     stmt = select(*_LIST_COLS).where(S.c.app_name == app)
     if user is not None:
         stmt = stmt.where(S.c.user_id == user)
-    key = tuple_(S.c.last_update_time, S.c.user_id, S.c.session_id)
+    order = _list_order(user)
     if after is not None:
-        bound = tuple_(literal(after[0]), literal(after[1]), literal(after[2]))
-        stmt = stmt.where(key < bound if newest_first else key > bound)
-    order = [S.c.last_update_time, S.c.user_id, S.c.session_id]
+        ts, after_user, after_sid = after
+        bound = [literal(ts), literal(after_sid)] if user is not None else [literal(ts), literal(after_user), literal(after_sid)]
+        key, limit_key = tuple_(*order), tuple_(*bound)
+        stmt = stmt.where(key < limit_key if newest_first else key > limit_key)
     stmt = stmt.order_by(*[c.desc() if newest_first else c.asc() for c in order])
     return stmt.limit(limit)
 
