@@ -175,6 +175,9 @@ agent_memories = Table(
     Column("embed_attempts", Integer, nullable=False, server_default="0"),
     Column("extractor", String(64), nullable=True),  # e.g. 'turn:v1', 'llm:v1', 'manual'
     Column("superseded_by", String(64, **_KEY), nullable=True),
+    # What the full-text index covers: the embedded layout "8 May 2023, Caroline: <content>"
+    # (extraction.embedding_text), so both retrieval halves see date and speaker (migration 0005).
+    Column("search_text", LONGTEXT, nullable=True),
     PrimaryKeyConstraint("memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
     Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),

@@ -27,12 +27,14 @@ from benchmarks._report import format_table
 
 GRID = {
     # (semantic, fulltext)
-    "sem_ft": [(0.7, 0.3), (0.5, 0.5)],
-    "recency": [0.0, 0.1, 0.3],
-    "half_life_days": [30.0, 180.0],
-    "frequency": [0.05, 0.2],
+    "sem_ft": [(0.7, 0.3), (0.6, 0.4), (0.5, 0.5)],
+    "recency": [0.0, 0.1, 0.2, 0.3],
+    "half_life_days": [14.0, 60.0],
+    "frequency": [0.05, 0.15],
     "pool": [100],
 }
+# Absolute-age recency (recency_reference="now", the pre-0005 behaviour) for comparison only.
+NOW_REFERENCE = {"sem_ft": (0.6, 0.4), "recency": [0.1, 0.3], "half_life_days": 60.0, "frequency": 0.15}
 
 
 def combos() -> list[dict[str, float]]:
@@ -41,7 +43,11 @@ def combos() -> list[dict[str, float]]:
         if rec == 0.0 and hl != GRID["half_life_days"][0]:
             continue  # half-life is irrelevant without recency
         out.append({"semantic": sem, "fulltext": ft, "recency": rec, "half_life_days": hl,
-                    "frequency": freq, "importance": 0.05, "pool": pool})
+                    "frequency": freq, "importance": 0.05, "pool": pool, "rec_now": 0})
+    sem, ft = NOW_REFERENCE["sem_ft"]
+    for rec in NOW_REFERENCE["recency"]:
+        out.append({"semantic": sem, "fulltext": ft, "recency": rec, "half_life_days": NOW_REFERENCE["half_life_days"],
+                    "frequency": NOW_REFERENCE["frequency"], "importance": 0.05, "pool": GRID["pool"][0], "rec_now": 1})
     return out
 
 
@@ -91,7 +97,8 @@ async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
             base = ours._svc.settings
             for combo in combos():
                 ours._svc.settings = dataclasses.replace(
-                    base, recency_half_life_s=combo["half_life_days"] * 86400.0, candidate_pool=int(combo["pool"]))
+                    base, recency_half_life_s=combo["half_life_days"] * 86400.0, candidate_pool=int(combo["pool"]),
+                    recency_reference="now" if combo["rec_now"] else "newest")
                 weights = {k: combo[k] for k in ("semantic", "fulltext", "recency", "frequency", "importance")}
                 t0 = time.perf_counter()
                 run = {"setting": combo, "locomo": await _score(ours, loco, args.top_k, weights),
@@ -123,7 +130,7 @@ async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
 
 def _name(s: dict[str, float]) -> str:
     return (f"sem={s['semantic']} ft={s['fulltext']} rec={s['recency']} hl={s['half_life_days']:.0f}d "
-            f"freq={s['frequency']} pool={s['pool']}")
+            f"freq={s['frequency']} pool={s['pool']}" + (" ref=now" if s.get("rec_now") else ""))
 
 
 def _line(run: dict[str, Any]) -> str:

@@ -10,17 +10,16 @@
   question order); the knowledge-update recall history runs with the default
   bump, which is how frequency is learnt in production.
 * Replay clock: LoCoMo happened in 2022-2024, and its dates are part of the
-  text, so they stay.  Recency is computed against the moment the question is
-  asked, which the service takes from its module clock ``service._now``; the
-  benchmark sets it to one day after the conversation's last turn.  (A public
-  ``now=`` on ``search`` would make this patch unnecessary.)
+  text, so they stay.  Every search passes ``now=`` the moment the question
+  is asked (one day after the conversation's last turn), the service's public
+  replay clock.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any, Sequence
 from urllib.parse import urlparse
 
@@ -38,7 +37,7 @@ WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance")
 
 
 def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
-    """Applies ``--ours`` overrides (weights, half_life_days, pool, ef_search, exact) to ``MemorySettings``."""
+    """Applies ``--ours`` overrides (weights, half_life_days, rec_now, pool, ef_search, exact) to ``MemorySettings``."""
     weights = dataclasses.replace(base.weights, **{k: v for k, v in overrides.items() if k in WEIGHT_KEYS})
     changes: dict[str, Any] = {"weights": weights}
     if "half_life_days" in overrides:
@@ -51,21 +50,12 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["vector_search"] = "exact" if overrides["exact"] else "ann"
     if "consolidate" in overrides:
         changes["consolidate"] = bool(overrides["consolidate"])
-    unknown = set(overrides) - set(WEIGHT_KEYS) - {"half_life_days", "pool", "ef_search", "exact", "consolidate"}
+    if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
+        changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
+    unknown = set(overrides) - set(WEIGHT_KEYS) - {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now"}
     if unknown:
         raise SystemExit(f"unknown --ours keys: {', '.join(sorted(unknown))}")
     return dataclasses.replace(base, **changes)
-
-
-class _ReplayClock:
-    """Stands in for ``adk_oceanbase.memory.service._now`` (naive UTC)."""
-
-    def __init__(self) -> None:
-        self.at: datetime | None = None
-
-    def __call__(self) -> datetime:
-        now = self.at or datetime.now(timezone.utc)
-        return now.astimezone(timezone.utc).replace(tzinfo=None)
 
 
 class OursSystem:
@@ -78,9 +68,7 @@ class OursSystem:
         self._embedder = embedder
         self.settings = settings_from_overrides(MemorySettings(), overrides or {})
         self._svc: Any = None
-        self._clock = _ReplayClock()
         self._clock_by_scope: dict[str, datetime] = {}
-        self._saved_now: Any = None
         self.ingest_stats: dict[str, Any] = {"memories_offered": 0}
 
     # ------------------------------------------------------------ lifecycle
@@ -91,7 +79,6 @@ class OursSystem:
         if self._svc is None:
             from adk_oceanbase.config import Config
             from adk_oceanbase.memory import OceanBaseMemoryService
-            from adk_oceanbase.memory import service as service_module
 
             u = urlparse(self._url)
             ensure_database(u.hostname or "127.0.0.1", u.port or 2881, u.username or "root", u.password,
@@ -99,15 +86,10 @@ class OursSystem:
             self._svc = OceanBaseMemoryService(config=Config.from_url(self._url), embedder=self._embedder,
                                                settings=self.settings)
             await self._svc.setup()
-            self._saved_now = service_module._now
-            service_module._now = self._clock
         return self._svc
 
     async def close(self) -> None:
         if self._svc is not None:
-            from adk_oceanbase.memory import service as service_module
-
-            service_module._now = self._saved_now
             await self._svc.close()
             self._svc = None
 
@@ -116,6 +98,7 @@ class OursSystem:
         return {
             "weights": dataclasses.asdict(s.weights),
             "recency_half_life_days": s.recency_half_life_s / 86400.0,
+            "recency_reference": s.recency_reference,
             "candidate_pool": s.candidate_pool,
             "vector_search": s.vector_search,
             "ef_search": s.ef_search,
@@ -130,7 +113,6 @@ class OursSystem:
         from google.genai import types
 
         svc = await self._service()
-        self._clock.at = None
         self.ingest_stats["memories_offered"] += len(docs)
         if all(d.author for d in docs):  # dialogue turns: the ADK path an agent uses
             events = [
@@ -162,17 +144,13 @@ class OursSystem:
         self.ingest_stats["vectorizer"] = dict(getattr(svc.vectorizer, "stats", {}))
 
     # ---------------------------------------------------------------- search
-    def _tick(self, scope: str) -> None:
-        self._clock.at = self._clock_by_scope.get(scope)
-
     async def recall(self, scope: str, query: str, query_vec: np.ndarray) -> None:
-        self._tick(scope)
-        await self._svc.search(APP, scope, query, top_k=1)
+        await self._svc.search(APP, scope, query, top_k=1, now=self._clock_by_scope.get(scope))
 
     async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int,
                      weights: dict[str, float] | None = None) -> list[str]:
-        self._tick(scope)
-        hits = await self._svc.search(APP, scope, query, top_k=top_k, weights=weights, bump_access=False)
+        hits = await self._svc.search(APP, scope, query, top_k=top_k, weights=weights, bump_access=False,
+                                      now=self._clock_by_scope.get(scope))
         return [doc_id for h in hits for doc_id in _doc_ids(h)]
 
 

@@ -1,18 +1,22 @@
-"""Consolidation: exact duplicates merge provenance, near duplicates merge (newer wins), others stay apart."""
+"""Consolidation: exact duplicates merge provenance, near-duplicate facts merge (newer wins), turns and distinct facts stay apart."""
 
 from __future__ import annotations
 
 import json
 import time
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 from google.adk.events.event import Event
+from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 from sqlalchemy import text
 
-from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, embedding_text
+from adk_oceanbase.memory import HashEmbedder, LlmExtractor, MemorySettings, OceanBaseMemoryService, embedding_text
 from adk_oceanbase.memory.consolidation import content_hash
+
+from .fakes import ScriptedLlm, last_user_text, text_reply
 
 APP, USER = "app", "u1"
 FAST = dict(retry_base_s=0.01, batch_wait_s=0.0, bump_access=False)
@@ -60,26 +64,45 @@ async def test_exact_duplicates_merge_provenance_instead_of_inserting(memory, da
     assert hit.entry.custom_metadata["event_ids"] == [first.id, second.id, third.id]
 
 
-async def test_near_duplicates_merge_and_the_newer_wording_wins(memory, database):
+def echo_facts() -> LlmExtractor:
+    """An extractor whose scripted model states each user turn back as one fact."""
+
+    def script(request):
+        convo = last_user_text(request).split("CONVERSATION", 1)[1]
+        said = [line[len("user: "):] for line in convo.splitlines() if line.startswith("user: ")]
+        return text_reply(json.dumps({"facts": [{"text": t, "importance": 0.6} for t in said]}))
+
+    return LlmExtractor(ScriptedLlm(script=script), max_facts=3)
+
+
+@pytest.fixture
+async def facts(database):
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), extractor=echo_facts(),
+                                 settings=MemorySettings(**FAST))
+    yield svc
+    await svc.close()
+
+
+async def test_near_duplicate_facts_merge_and_the_newer_wording_wins(facts, database):
     now = time.time()
     old_txt, new_txt = "My flight to Tokyo leaves on the 5th of May at 9am", "My flight to Tokyo leaves on the 5th of May at 9am!!"
     e_old, e_new = ev(old_txt, now - 3600), ev(new_txt, now - 60)
     emb = HashEmbedder()
     sim = float(np.dot(*emb.embed([embedding_text("user", _dt(e_old), old_txt), embedding_text("user", _dt(e_new), new_txt)])))
     assert sim >= 0.9  # the premise: these are near duplicates for this embedder
-    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[e_old], session_id="s1")
-    await memory.flush()
-    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[e_new], session_id="s2")
-    await memory.flush()
+    await facts.add_events_to_memory(app_name=APP, user_id=USER, events=[e_old], session_id="s1")
+    await facts.flush()
+    await facts.add_events_to_memory(app_name=APP, user_id=USER, events=[e_new], session_id="s2")
+    await facts.flush()
     got = {r["content"]: r for r in await rows(database)}
     newer = got[new_txt]
     assert got[old_txt]["superseded_by"] == newer["memory_id"]
     assert newer["superseded_by"] is None
     assert json.loads(newer["event_ids"]) == [e_new.id, e_old.id]
-    assert memory.vectorizer.stats["merged"] == 1
-    hits = await memory.search(APP, USER, "flight to Tokyo")
+    assert facts.vectorizer.stats["merged"] == 1
+    hits = await facts.search(APP, USER, "flight to Tokyo")
     assert [h.entry.content.parts[0].text for h in hits] == [new_txt]
-    both = await memory.search(APP, USER, "flight to Tokyo", top_k=5)
+    both = await facts.search(APP, USER, "flight to Tokyo", top_k=5)
     assert len(both) == 1
     audit = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
                                    settings=MemorySettings(include_superseded=True, **FAST))
@@ -89,27 +112,47 @@ async def test_near_duplicates_merge_and_the_newer_wording_wins(memory, database
         await audit.close()
 
 
-async def test_near_duplicates_in_one_batch_and_distinct_facts_stay(memory, database):
-    now = time.time()
-    events = [
-        ev("Our anniversary dinner is booked at Chez Marcel", now - 30),
-        ev("Our anniversary dinner is booked at Chez Marcel.", now - 20),
-        ev("The kids have swimming lessons every Tuesday", now - 10),
-    ]
-    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=events, session_id="s1")
+async def test_near_duplicate_facts_in_one_batch_merge_and_distinct_facts_stay(memory, database):
+    when = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    said = ["Our anniversary dinner is booked at Chez Marcel", "Our anniversary dinner is booked at Chez Marcel.",
+            "The kids have swimming lessons every Tuesday"]
+    await memory.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(author="user", timestamp=(when + timedelta(seconds=i)).isoformat(),
+                    content=types.Content(parts=[types.Part.from_text(text=t)])) for i, t in enumerate(said)])
     await memory.flush()
     live = [r for r in await rows(database) if r["superseded_by"] is None]
     assert sorted(r["content"] for r in live) == [
         "Our anniversary dinner is booked at Chez Marcel.", "The kids have swimming lessons every Tuesday"]
 
 
+async def test_dialogue_turns_are_records_never_near_duplicate_merged(memory, database):
+    """Two near-identical turns are two things said: both stay searchable, neither is superseded."""
+    now = time.time()
+    turns = [ev("Our anniversary dinner is booked at Chez Marcel", now - 30),
+             ev("Our anniversary dinner is booked at Chez Marcel.", now - 20)]
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=turns, session_id="s1")
+    await memory.flush()
+    got = await rows(database)
+    assert len(got) == 2 and all(r["superseded_by"] is None for r in got)
+    assert memory.vectorizer.stats["merged"] == 0
+    # ... and a later fact saying the same thing does not swallow the turns either.
+    await memory.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(author="user", content=types.Content(parts=[types.Part.from_text(
+            text="Our anniversary dinner is booked at Chez Marcel!")]))])
+    await memory.flush()
+    assert all(r["superseded_by"] is None for r in await rows(database))
+    assert len(await memory.search(APP, USER, "anniversary dinner Chez Marcel", top_k=5)) == 3
+
+
 async def test_consolidation_can_be_switched_off(database):
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(consolidate=False, **FAST))
     try:
-        now = time.time()
-        await svc.add_events_to_memory(app_name=APP, user_id=USER, events=[
-            ev("Our anniversary dinner is booked at Chez Marcel", now - 30),
-            ev("Our anniversary dinner is booked at Chez Marcel.", now - 20)])
+        when = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        await svc.add_memory(app_name=APP, user_id=USER, memories=[
+            MemoryEntry(author="user", timestamp=(when + timedelta(seconds=i)).isoformat(),
+                        content=types.Content(parts=[types.Part.from_text(text=t)]))
+            for i, t in enumerate(["Our anniversary dinner is booked at Chez Marcel",
+                                   "Our anniversary dinner is booked at Chez Marcel."])])
         await svc.flush()
         assert all(r["superseded_by"] is None for r in await rows(database))
     finally:
@@ -117,6 +160,4 @@ async def test_consolidation_can_be_switched_off(database):
 
 
 def _dt(event: Event):
-    from datetime import datetime, timezone
-
     return datetime.fromtimestamp(event.timestamp, tz=timezone.utc).replace(tzinfo=None)

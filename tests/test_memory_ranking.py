@@ -136,3 +136,28 @@ async def test_zero_fulltext_weight_skips_fulltext_candidates_on_both_paths(seed
         assert all(h.signals.fulltext == 0 for h in a + b)
     finally:
         await np_svc.close()
+
+
+async def test_recency_is_measured_from_the_newest_candidate_on_both_paths(seeded):
+    """The newest candidate gets 1.0 however old everything is; ``recency_reference="now"`` keeps absolute age."""
+    np_svc = OceanBaseMemoryService(database=seeded.database, embedder=seeded.embedder,
+                                    settings=dataclasses.replace(seeded.settings, scoring="numpy"))
+    later = datetime.now(timezone.utc) + timedelta(days=3650)  # ten years on: absolute recency ~0 for all
+    try:
+        for svc in (seeded, np_svc):
+            hits = await svc.search(APP, USER, "flight to kyoto", top_k=100, now=later)  # every candidate
+            assert max(h.signals.recency for h in hits) == pytest.approx(1.0)
+            assert len({round(h.signals.recency, 3) for h in hits}) > 5
+            today = await svc.search(APP, USER, "flight to kyoto", top_k=100)
+            assert [h.memory_id for h in today] == [h.memory_id for h in hits]
+        absolute = dataclasses.replace(seeded.settings, recency_reference="now")
+        for scoring in ("sql", "numpy"):
+            svc = OceanBaseMemoryService(database=seeded.database, embedder=seeded.embedder,
+                                         settings=dataclasses.replace(absolute, scoring=scoring))
+            try:
+                hits = await svc.search(APP, USER, "flight to kyoto", top_k=100, now=later)
+                assert max(h.signals.recency for h in hits) < 1e-10
+            finally:
+                await svc.close()
+    finally:
+        await np_svc.close()

@@ -199,3 +199,31 @@ async def test_min_score_and_weights_change_the_ranking(memory):
     assert recent[0].signals.recency > 0.99 and recent[1].signals.recency < 0.01
     best = recent[0].score
     assert [h.memory_id for h in await memory.search(APP, USER, "favourite colour green", weights={"recency": 2.0}, min_score=best - 1e-6)] == ["new"]
+
+
+async def test_add_session_to_memory_reads_turns_that_compaction_archived(memory, database):
+    """The default get_session leaves archived events out; the memory still gets every turn."""
+    from adk_oceanbase import OceanBaseSessionService
+    from adk_oceanbase.compaction import KeepLastN, compact_session
+
+    sessions = OceanBaseSessionService(database=database)
+    s = await sessions.create_session(app_name=APP, user_id=USER)
+    t0 = time.time() - 3600
+    turns = [f"Fact number {i}: my locker code at the gym is {1000 + i}" for i in range(30)]
+    for i, body in enumerate(turns):
+        await sessions.append_event(s, ev("user" if i % 2 == 0 else "assistant", body, t0 + i))
+    res = await compact_session(sessions, app_name=APP, user_id=USER, session_id=s.id,
+                                policy=KeepLastN(keep_last=6, min_batch=1))
+    assert res.compacted
+    loaded = await sessions.get_session(app_name=APP, user_id=USER, session_id=s.id)
+    seen = {e.content.parts[0].text for e in loaded.events if e.content and e.content.parts and e.content.parts[0].text}
+    assert turns[0] not in seen  # the premise: the first turns were archived
+    await memory.add_session_to_memory(loaded)
+    async with database.engine.connect() as conn:
+        stored = {r[0] for r in await conn.execute(text("SELECT content FROM agent_memories WHERE session_id = :s"), {"s": s.id})}
+    assert set(turns) <= stored
+    # A session this database does not hold falls back to session.events.
+    other = Session(id="elsewhere", app_name=APP, user_id=USER, last_update_time=t0,
+                    events=[ev("user", "I keep my passport in the blue drawer.", t0)])
+    await memory.add_session_to_memory(other)
+    assert await count_rows(database, "session_id = 'elsewhere'") == 1

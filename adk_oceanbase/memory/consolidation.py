@@ -6,8 +6,9 @@ Runs on a connection inside the caller's transaction; the SQL comes from
 * Exact duplicate (same normalised content hash, same user): no new row; the
   event ids, topics and the higher importance are merged into the stored row.
   A deleted row (tombstone) whose event ids cover the new ones stays deleted.
-* Near duplicate (cosine >= ``near_duplicate_similarity``), checked when a row
-  gets its vector: the *older* row is superseded by the newer one, and its
+* Near duplicate (cosine >= ``near_duplicate_similarity``), checked when a
+  *fact* (LLM-extracted or added, not a raw dialogue turn) gets its vector:
+  the *older* fact is superseded by the newer one, and its
   provenance moves to the newer row.  Newer wins because a near-identical
   restatement is often an update ("my flight is on the 5th" -> "6th"), and
   the old row stays stored for audit.
@@ -31,7 +32,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..dialects import EngineDialect
 from . import queries as q
-from .extraction import MemoryDraft
+from .extraction import MemoryDraft, embedding_text
 
 __all__ = ["content_hash", "merge_near_duplicates", "write_drafts"]
 
@@ -122,6 +123,7 @@ async def write_drafts(
                     "app_name": app_name,
                     "user_id": user_id,
                     "content": d.content,
+                    "search_text": embedding_text(d.author, d.created_at, d.content),
                     "content_hash": content_hash(d.content),
                     "author": d.author,
                     "session_id": d.session_id,

@@ -4,11 +4,15 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
 
 1. ``ann``: the user's nearest memories by ``cosine_distance ... APPROXIMATE
    LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``);
-2. ``ft``: the user's best full-text matches, ``MATCH(content) AGAINST(q)``
-   on the ik full-text index (words for English, segmentation for CJK and Korean);
+2. ``ft``: the user's best full-text matches, ``MATCH(search_text) AGAINST(q)``
+   on the ik full-text index (words for English, segmentation for CJK and
+   Korean); ``search_text`` is the embedded layout, date + speaker + content;
 3. the union of both candidate lists is joined back to the table and every
    candidate gets ``w_sem*sim + w_rec*recency + w_freq*frequency +
    w_ft*ft/max(ft) + w_imp*importance`` computed in SQL, ordered, cut to k.
+   Recency is measured from the newest candidate of this search (window
+   ``MAX(created_at) OVER ()``, capped at ``now``), see
+   ``MemorySettings.recency_reference``.
 
 APPROXIMATE cannot order by a composite score (the server rejects it), hence
 the candidate subqueries.  Timestamps are bound from the client: seekdb's
@@ -41,7 +45,9 @@ __all__ = [
     "mark_embed_failed",
     "merge_into",
     "near_duplicate_candidates",
+    "naive_utc",
     "nearest_neighbour",
+    "session_event_log",
     "numpy_prefilter",
     "reset_other_models",
     "set_ef_search",
@@ -52,6 +58,8 @@ __all__ = [
 
 T = "agent_memories"
 LN2 = 0.6931471805599453
+# Rows near-duplicate consolidation may touch: facts (LLM-extracted, manual), not raw dialogue turns.
+FACTS = "COALESCE(extractor, '') NOT LIKE 'turn:%'"
 
 # Columns returned for every memory row, in this order (prefixed by the alias).
 ROW_COLUMNS = (
@@ -105,10 +113,10 @@ def _scope_where(alias: str, filters: SearchFilters | None, include_superseded: 
             params["f_session"] = filters.session_id
         if filters.since is not None:
             parts.append(f"{a}.created_at >= :f_since")
-            params["f_since"] = _naive_utc(filters.since)
+            params["f_since"] = naive_utc(filters.since)
         if filters.until is not None:
             parts.append(f"{a}.created_at < :f_until")
-            params["f_until"] = _naive_utc(filters.until)
+            params["f_until"] = naive_utc(filters.until)
         if filters.topics:
             ors = []
             for i, topic in enumerate(filters.topics):
@@ -118,7 +126,8 @@ def _scope_where(alias: str, filters: SearchFilters | None, include_superseded: 
     return " AND ".join(parts)
 
 
-def _naive_utc(ts: datetime) -> datetime:
+def naive_utc(ts: datetime) -> datetime:
+    """Naive UTC, the form every DATETIME(6) column holds."""
     if ts.tzinfo is not None:
         from datetime import timezone
 
@@ -181,8 +190,8 @@ def hybrid_search(
     if has_text:
         where = _scope_where("f", filters, settings.include_superseded, params)
         ctes.append(
-            f"ft AS (SELECT f.memory_id, MATCH(f.content) AGAINST(:qtext) AS fts FROM {T} f "
-            f"WHERE {where} AND MATCH(f.content) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :pool)"
+            f"ft AS (SELECT f.memory_id, MATCH(f.search_text) AGAINST(:qtext) AS fts FROM {T} f "
+            f"WHERE {where} AND MATCH(f.search_text) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :pool)"
         )
         branches.append("SELECT memory_id FROM ft")
         ft_join = "LEFT JOIN ft ON ft.memory_id = c.memory_id"
@@ -191,6 +200,8 @@ def hybrid_search(
         ft_join, ft_expr = "", "0"
     if not branches:
         raise ValueError("hybrid_search needs a query vector or a query text")
+    # Recency reference: the newest candidate (capped at now) or now itself.
+    ref = "LEAST(MAX(m.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
     ctes.append("cand AS (" + " UNION ".join(branches) + ")")
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
@@ -200,7 +211,7 @@ SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp,
 FROM (
   SELECT {cols},
     {sem} AS sem,
-    EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, m.created_at, :now), 0) / 1000000.0 / :half_life) AS rec,
+    EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, m.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
     LEAST(LN(1 + m.access_count) / :freq_norm, 1) AS freq,
     {ft_expr} AS ft,
     m.importance_score AS imp
@@ -226,7 +237,7 @@ def numpy_prefilter(
     """
     params: dict[str, Any] = {"app": app_name, "user": user_id, "qtext": query_text, "lim": settings.numpy_scan_limit}
     where = _scope_where("m", filters, settings.include_superseded, params)
-    fts = "MATCH(m.content) AGAINST(:qtext)" if query_text.strip() else "0"
+    fts = "MATCH(m.search_text) AGAINST(:qtext)" if query_text.strip() else "0"
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     sql = (
         f"SELECT {cols}, m.embedding, m.embedding_model, {fts} AS fts FROM {T} m "
@@ -244,11 +255,14 @@ def bump_access(memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, d
 
 
 def insert_memory() -> TextClause:
-    """Inserts one memory row (executemany-friendly); embedding starts NULL, status ``pending``."""
+    """Inserts one memory row (executemany-friendly); embedding starts NULL, status ``pending``.
+
+    ``search_text`` (the full-text source) is ``extraction.embedding_text`` of the row.
+    """
     return text(
-        f"INSERT INTO {T} (memory_id, app_name, user_id, content, content_hash, author, session_id, "
+        f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor) VALUES (:memory_id, :app_name, :user_id, :content, "
+        "embed_status, embed_attempts, extractor) VALUES (:memory_id, :app_name, :user_id, :content, :search_text, "
         ":content_hash, :author, :session_id, :event_ids, :topics, :custom_metadata, :importance_score, 0, "
         ":created_at, :updated_at, 'pending', 0, :extractor)"
     )
@@ -294,7 +308,7 @@ def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
     the user deleted (ADK's in-memory service behaves the same way).
     """
     stmt = text(
-        f"UPDATE {T} SET content = '', embedding = NULL, topics = NULL, custom_metadata = NULL, "
+        f"UPDATE {T} SET content = '', search_text = NULL, embedding = NULL, topics = NULL, custom_metadata = NULL, "
         "embed_status = 'deleted', updated_at = :now WHERE app_name = :app AND user_id = :user "
         "AND memory_id = :id AND embed_status <> 'deleted'"
     )
@@ -304,8 +318,8 @@ def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
 def claim_rows_for_embedding(memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
     """Rows of this batch that still need a vector, with what the embedded text is built from."""
     stmt = text(
-        f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score FROM {T} "
-        "WHERE memory_id IN :ids AND embed_status IN ('pending', 'failed')"
+        f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score, "
+        f"extractor FROM {T} WHERE memory_id IN :ids AND embed_status IN ('pending', 'failed')"
     ).bindparams(bindparam("ids", expanding=True))
     return stmt, {"ids": list(memory_ids)}
 
@@ -340,7 +354,7 @@ def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, 
     stmt = text(
         f"SELECT memory_id, embedding, created_at, event_ids, topics, importance_score FROM {T} "
         "WHERE app_name = :app AND user_id = :user AND memory_id <> :id AND embed_status = 'ready' "
-        "AND superseded_by IS NULL AND embedding_model = :model "
+        f"AND superseded_by IS NULL AND embedding_model = :model AND {FACTS} "
         "ORDER BY cosine_distance(embedding, :qv) APPROXIMATE LIMIT 3"
     )
     return stmt, {"qv": vector, "app": app_name, "user": user_id, "id": memory_id, "model": model}
@@ -352,7 +366,7 @@ def near_duplicate_candidates(app_name: str, user_id: str, memory_id: str, model
         f"SELECT memory_id, embedding, created_at, event_ids, topics, importance_score FROM {T} "
         "WHERE app_name = :app AND user_id = :user "
         "AND memory_id <> :id AND embed_status = 'ready' AND superseded_by IS NULL AND embedding_model = :model "
-        "ORDER BY created_at DESC LIMIT :lim"
+        f"AND {FACTS} ORDER BY created_at DESC LIMIT :lim"
     )
     return stmt, {"app": app_name, "user": user_id, "id": memory_id, "model": model, "lim": limit}
 
@@ -377,3 +391,17 @@ def reset_other_models(model: str, dim: int, now: datetime) -> tuple[TextClause,
 def set_ef_search(ef: int) -> tuple[TextClause, dict[str, Any]]:
     """OceanBase: HNSW search breadth for this connection (server default 64; higher = better recall, slower)."""
     return text("SET ob_hnsw_ef_search = :n"), {"n": int(ef)}
+
+
+def session_event_log(app_name: str, user_id: str, session_id: str) -> tuple[TextClause, dict[str, Any]]:
+    """A stored session's FULL event log in ``seq`` order, compacted (archived) events included.
+
+    ``add_session_to_memory`` reads this: a session loaded by the default
+    ``get_session`` lacks the events compaction archived, yet those turns
+    are exactly the old ones worth remembering.
+    """
+    stmt = text(
+        "SELECT event_json FROM session_events WHERE app_name = :app AND user_id = :user AND session_id = :sid "
+        "ORDER BY seq"
+    )
+    return stmt, {"app": app_name, "user": user_id, "sid": session_id}

@@ -4,7 +4,8 @@ MySQL has no vector distance, so the SQL prefilter (tenant, filters, newest
 ``numpy_scan_limit`` rows, ``MATCH`` score) brings rows here and the same
 candidate construction and formula run in numpy: top ``candidate_pool`` by
 cosine, union top ``candidate_pool`` by full-text, full-text normalised by
-the best full-text candidate, then the weighted sum.  A test checks that both
+the best full-text candidate, recency from the newest candidate (or now),
+then the weighted sum.  A test checks that both
 paths rank the same memories the same way on seekdb.
 """
 
@@ -81,10 +82,13 @@ def rank_rows(
         cand |= ft_in
     ft_max = fts[ft_in].max() if ft_in.any() else 0.0
     half_life, freq_norm = settings.recency_half_life_s, settings.frequency_norm
+    ref = now
+    if settings.recency_reference == "newest" and cand.any():
+        ref = min(now, max(rows[i].created_at for i in np.flatnonzero(cand)))
     out: list[tuple[Any, Signals]] = []
     for i in np.flatnonzero(cand):
         r = rows[i]
-        age = max((now - r.created_at).total_seconds(), 0.0)
+        age = max((ref - r.created_at).total_seconds(), 0.0)
         rec = math.exp(-math.log(2) * age / half_life)
         freq = min(math.log1p(r.access_count) / freq_norm, 1.0)
         ft = float(fts[i] / ft_max) if ft_in[i] and ft_max > 0 else 0.0

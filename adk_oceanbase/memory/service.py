@@ -25,7 +25,7 @@ from .. import migrations
 from ..config import Config
 from ..engine import Database
 from ..errors import ConfigurationError, EmbeddingModelMismatchError, SchemaMissingError, ValidationError, translate_db_error
-from ..sessions.codec import check_id
+from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
@@ -198,9 +198,30 @@ class OceanBaseMemoryService(BaseMemoryService):
     # --------------------------------------------------------------- ingest
     @override
     async def add_session_to_memory(self, session: "Session") -> None:
+        """Remembers a whole session, from its stored full event log when this database holds it.
+
+        ``OceanBaseSessionService.get_session`` leaves out events a compaction
+        archived (``session_events.compacted_by``), so ``session.events`` may
+        start with a summary; the stored log still has every turn.  Events the
+        log lacks (a session held only in memory) are taken from ``session``.
+        """
+        events = list(session.events)
+        stored = await self._stored_events(session.app_name, session.user_id, session.id)
+        if stored:
+            known = {e.id for e in stored}
+            events = stored + [e for e in events if e.id not in known]
         await self.add_events_to_memory(
-            app_name=session.app_name, user_id=session.user_id, events=session.events, session_id=session.id
+            app_name=session.app_name, user_id=session.user_id, events=events, session_id=session.id
         )
+
+    async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        stmt, params = q.session_event_log(app, user, check_id("session_id", session_id))
+        async with (await self._engine()).connect() as conn:
+            payloads = [r[0] for r in (await conn.execute(stmt, params)).all()]
+        if not payloads:
+            return []
+        return await asyncio.to_thread(lambda: [decode_event(p) for p in payloads])
 
     @override
     async def add_events_to_memory(
@@ -311,12 +332,18 @@ class OceanBaseMemoryService(BaseMemoryService):
         weights: ScoreWeights | Mapping[str, float] | None = None,
         min_score: float | None = None,
         bump_access: bool | None = None,
+        now: datetime | None = None,
     ) -> list[MemoryHit]:
         """Hybrid search: semantic + full-text + recency + frequency + importance, best first.
 
         On OceanBase/seekdb the whole ranking is one SQL statement; on MySQL a
         SQL prefilter feeds the same formula in numpy.  Returned rows get their
         ``access_count`` bumped (one UPDATE) unless ``bump_access=False``.
+
+        Args:
+            now: the moment the question is asked (UTC; naive means UTC).  Caps
+                the recency reference and stamps ``last_accessed_at``; default
+                the wall clock.  Replays and benchmarks pass their own clock.
         """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         if not query or not query.strip():
@@ -332,7 +359,7 @@ class OceanBaseMemoryService(BaseMemoryService):
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:
             ft_query = query
-        now = _now()
+        now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
         try:
             async with engine.connect() as conn:

@@ -53,6 +53,10 @@ class MemorySettings:
     recency_half_life_s: float = 30 * 86400.0
     """Age (seconds, from the memory's ``created_at``) at which the recency signal is 0.5."""
 
+    recency_reference: Literal["newest", "now"] = "newest"
+    """What age is measured from: ``newest`` = the newest candidate of this search (capped at ``now``),
+    which gets 1.0; ``now`` = the search's clock (absolute age)."""
+
     frequency_norm_count: int = 100
     """Access count at which the frequency signal saturates at 1."""
 
@@ -91,10 +95,15 @@ class MemorySettings:
     """Turns shorter than this (CJK characters count 3) are not remembered."""
 
     near_duplicate_similarity: float = 0.9
-    """Cosine similarity at or above which a new memory is merged into an older one."""
+    """Cosine similarity at or above which a new fact is merged into an older one."""
 
     consolidate: bool = True
-    """Merge near duplicates when rows get their vectors (exact duplicates are always merged)."""
+    """Merge near-duplicate *facts* (LLM-extracted or ``add_memory``) when rows get their vectors.
+
+    Dialogue turns (``turn:*`` rows) are records, not facts: they are never
+    near-duplicate merged (on LoCoMo that merged ~5% of turns, lost recall and
+    cost one vector query per row at ingest).  Exact duplicates are always merged.
+    """
 
     # ----------------------------------------------------------- vectorizer
     queue_size: int = 1024

@@ -222,6 +222,8 @@ class Vectorizer:
             if s.consolidate:
                 groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
                 for r, v in zip(rows, vecs):
+                    if (r.extractor or "").startswith("turn:"):
+                        continue  # dialogue turns are records, not facts: never near-duplicate merged
                     groups[(r.app_name, r.user_id)].append(
                         (r.memory_id, r.created_at, v, _loads(r.event_ids), _loads(r.topics), float(r.importance_score))
                     )

@@ -1,4 +1,4 @@
--- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0004) and adk_oceanbase/schema.py.
+-- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0005) and adk_oceanbase/schema.py.
 -- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
 -- This file is for DBAs who apply DDL by hand (then apply ../views.sql for the analyst views); tests/test_sql_files.py checks it matches a migrated database.
 -- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.
@@ -74,11 +74,12 @@ CREATE TABLE agent_memories (
   embed_attempts INTEGER NOT NULL DEFAULT 0,
   extractor VARCHAR(64),
   superseded_by VARCHAR(64) COLLATE utf8mb4_bin,
+  search_text LONGTEXT,                                   -- full-text source: "<date>, <author>: <content>" (what is embedded)
   CONSTRAINT pk_agent_memories PRIMARY KEY (memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
   INDEX ix_memories_embed_status (embed_status, updated_at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ik;   -- ik: words for English, dictionary segmentation for CJK (migration 0004)
+CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text) WITH PARSER ik;   -- ik: words for English, dictionary segmentation for CJK (migrations 0004, 0005)
 CREATE VECTOR INDEX ix_memories_embedding ON agent_memories(embedding) WITH (distance=cosine, type=hnsw, lib=vsag);
