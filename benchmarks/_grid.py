@@ -27,14 +27,14 @@ from benchmarks._report import format_table
 
 GRID = {
     # (semantic, fulltext)
-    "sem_ft": [(0.7, 0.3), (0.6, 0.4), (0.5, 0.5)],
+    "sem_ft": [(0.7, 0.3), (0.6, 0.4)],
     "recency": [0.0, 0.1, 0.2, 0.3],
-    "half_life_days": [14.0, 60.0],
-    "frequency": [0.05, 0.15],
-    "pool": [100],
+    "half_life_days": [90.0, 180.0, 365.0],
+    "frequency": [0.05, 0.3],
+    "pool": [200],
 }
 # Absolute-age recency (recency_reference="now", the pre-0005 behaviour) for comparison only.
-NOW_REFERENCE = {"sem_ft": (0.6, 0.4), "recency": [0.1, 0.3], "half_life_days": 60.0, "frequency": 0.15}
+NOW_REFERENCE = {"sem_ft": (0.6, 0.4), "recency": [0.2], "half_life_days": 180.0, "frequency": 0.3}
 
 
 def combos() -> list[dict[str, float]]:

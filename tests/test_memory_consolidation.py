@@ -14,7 +14,7 @@ from google.genai import types
 from sqlalchemy import text
 
 from adk_oceanbase.memory import HashEmbedder, LlmExtractor, MemorySettings, OceanBaseMemoryService, embedding_text
-from adk_oceanbase.memory.consolidation import content_hash
+from adk_oceanbase.memory.consolidation import content_hash, word_overlap
 
 from .fakes import ScriptedLlm, last_user_text, text_reply
 
@@ -123,6 +123,36 @@ async def test_near_duplicate_facts_in_one_batch_merge_and_distinct_facts_stay(m
     live = [r for r in await rows(database) if r["superseded_by"] is None]
     assert sorted(r["content"] for r in live) == [
         "Our anniversary dinner is booked at Chez Marcel.", "The kids have swimming lessons every Tuesday"]
+
+
+def test_word_overlap_tells_restatements_from_other_facts():
+    assert word_overlap("Our dinner is booked at Chez Marcel", "our dinner is booked at Chez Marcel!") == 1.0
+    assert word_overlap("Ines grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus.") == pytest.approx(4 / 6)
+    assert word_overlap("我住在北京", "我住在上海") == pytest.approx(3 / 7)
+
+
+class SameVector(HashEmbedder):
+    """Every text gets the same vector: cosine says 'duplicate' for everything."""
+
+    def embed(self, texts):
+        v = np.zeros((len(texts), self.dim), dtype=np.float32)
+        v[:, 0] = 1.0
+        return v
+
+
+async def test_cosine_alone_does_not_merge_facts_about_different_people(database):
+    svc = OceanBaseMemoryService(database=database, embedder=SameVector(), settings=MemorySettings(**FAST))
+    try:
+        when = datetime(2026, 3, 1, tzinfo=timezone.utc)
+        said = ["Ines grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus!"]
+        await svc.add_memory(app_name=APP, user_id=USER, memories=[
+            MemoryEntry(author="user", timestamp=(when + timedelta(seconds=i)).isoformat(),
+                        content=types.Content(parts=[types.Part.from_text(text=t)])) for i, t in enumerate(said)])
+        await svc.flush()
+        live = sorted(r["content"] for r in await rows(database) if r["superseded_by"] is None)
+        assert live == ["Ines grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus!"]
+    finally:
+        await svc.close()
 
 
 async def test_dialogue_turns_are_records_never_near_duplicate_merged(memory, database):

@@ -54,7 +54,9 @@ async def seeded(database):
     await svc.close()
 
 
-async def test_sql_and_numpy_paths_rank_the_same(seeded):
+@pytest.mark.parametrize("fusion", ["linear", "minmax", "rrf"])
+async def test_sql_and_numpy_paths_rank_the_same(seeded, fusion):
+    seeded.settings = dataclasses.replace(seeded.settings, fusion=fusion)
     sql_svc = seeded
     np_settings = dataclasses.replace(sql_svc.settings, scoring="numpy")
     np_svc = OceanBaseMemoryService(database=sql_svc.database, embedder=sql_svc.embedder, settings=np_settings)
@@ -161,3 +163,9 @@ async def test_recency_is_measured_from_the_newest_candidate_on_both_paths(seede
                 await svc.close()
     finally:
         await np_svc.close()
+
+
+def test_fulltext_query_drops_english_function_words_only():
+    assert q.fulltext_query("When did Caroline go to the LGBTQ support group?") == "Caroline go LGBTQ support group"
+    assert q.fulltext_query("苹果 咖啡 in Paris") == "苹果 咖啡 Paris"
+    assert q.fulltext_query("what is it?") == "what is it?"  # nothing but stopwords: unchanged

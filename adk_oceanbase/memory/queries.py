@@ -22,6 +22,7 @@ the candidate subqueries.  Timestamps are bound from the client: seekdb's
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
@@ -40,6 +41,7 @@ __all__ = [
     "embedding_models_in_use",
     "existing_ids",
     "find_by_hashes",
+    "fulltext_query",
     "hybrid_search",
     "insert_memory",
     "mark_embed_failed",
@@ -183,9 +185,10 @@ def hybrid_search(
             f"ORDER BY cosine_distance(a.embedding, :qv){approx} LIMIT :pool)"
         )
         branches.append("SELECT memory_id FROM ann")
-        sem = "CASE WHEN m.embedding IS NULL OR m.embedding_model <> :model THEN 0 ELSE 1 - cosine_distance(m.embedding, :qv) END"
+        has_vec = "(m.embedding IS NOT NULL AND m.embedding_model = :model)"
+        sem_raw = "CASE WHEN m.embedding IS NULL OR m.embedding_model <> :model THEN 0 ELSE 1 - cosine_distance(m.embedding, :qv) END"
     else:
-        sem = "0"
+        has_vec, sem_raw = "0", "0"
     has_text = bool(query_text.strip())
     if has_text:
         where = _scope_where("f", filters, settings.include_superseded, params)
@@ -194,33 +197,91 @@ def hybrid_search(
             f"WHERE {where} AND MATCH(f.search_text) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :pool)"
         )
         branches.append("SELECT memory_id FROM ft")
-        ft_join = "LEFT JOIN ft ON ft.memory_id = c.memory_id"
-        ft_expr = "COALESCE(ft.fts / NULLIF(MAX(ft.fts) OVER (), 0), 0)"
+        ft_join, in_ft, fts = "LEFT JOIN ft ON ft.memory_id = c.memory_id", "(ft.memory_id IS NOT NULL)", "COALESCE(ft.fts, 0)"
     else:
-        ft_join, ft_expr = "", "0"
+        ft_join, in_ft, fts = "", "0", "0"
     if not branches:
         raise ValueError("hybrid_search needs a query vector or a query text")
     # Recency reference: the newest candidate (capped at now) or now itself.
-    ref = "LEAST(MAX(m.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
+    ref = "LEAST(MAX(r.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
+    sem, ft = _fusion_exprs(settings, params)
     ctes.append("cand AS (" + " UNION ".join(branches) + ")")
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
+    r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
     out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
     sql = f"""WITH {', '.join(ctes)}
 SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp,
   (:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp) AS score
 FROM (
-  SELECT {cols},
+  SELECT {r_cols},
     {sem} AS sem,
-    EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, m.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
-    LEAST(LN(1 + m.access_count) / :freq_norm, 1) AS freq,
-    {ft_expr} AS ft,
-    m.importance_score AS imp
-  FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}
+    EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, r.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
+    LEAST(LN(1 + r.access_count) / :freq_norm, 1) AS freq,
+    {ft} AS ft,
+    r.importance_score AS imp
+  FROM (
+    SELECT {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts, {in_ft} AS in_ft
+    FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}
+  ) r
 ) s
 WHERE (:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp) >= :min_score
 ORDER BY score DESC, s.created_at DESC, s.memory_id
 LIMIT :k"""
     return text(sql), params
+
+
+# English function words dropped from the full-text query (not from the index).  OceanBase's
+# BM25 gives every matched term a positive weight (rank-bm25 floors terms in more than half
+# the documents to ~0), so "when did ... the ... to" pulled short, unrelated turns up.
+STOPWORDS = frozenset(
+    "a an the and or but if of at by for with about against between into through during before after above "
+    "below to from up down in out on off over under again further then once here there when where why how "
+    "all any both each few more most other some such no nor not only own same so than too very can will just "
+    "should now i me my myself we our ours you your yours he him his she her hers it its they them their "
+    "theirs what which who whom this that these those am is are was were be been being have has had having "
+    "do does did doing would could might must shall may s t d ll m o re ve y".split()
+    # ADK's author of every user turn is "user", and search_text carries the author: in
+    # "does the user have pets?" the word matched every user row and max-normalisation
+    # made the shortest one the full-text winner.
+    + ["user"]
+)
+_QUERY_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def fulltext_query(query: str) -> str:
+    """The words of ``query`` sent to ``MATCH ... AGAINST``, English stopwords removed.
+
+    Returns the query unchanged when nothing but stopwords is left; CJK and
+    other scripts pass through (they are not in the list).
+    """
+    words = _QUERY_WORDS.findall(query)
+    kept = [w for w in words if w.lower() not in STOPWORDS]
+    return " ".join(kept) if kept else query
+
+
+def _fusion_exprs(settings: MemorySettings, params: dict[str, Any]) -> tuple[str, str]:
+    """The semantic and full-text signals over the candidate rows ``r`` (``settings.fusion``).
+
+    ``linear``: raw cosine and ``fts / max(fts)``; ``minmax``: cosine min-max
+    scaled over the candidates (1 for the best, 0 for the worst), ``fts /
+    max(fts)``; ``rrf``: ``(k+1) / (k + rank)`` per list (1 for each list's
+    best), ranks by score then memory id.  ``scoring.rank_rows`` mirrors these.
+    """
+    if settings.fusion == "linear":
+        return "r.sem_raw", "CASE WHEN r.in_ft THEN COALESCE(r.fts / NULLIF(MAX(r.fts) OVER (), 0), 0) ELSE 0 END"
+    if settings.fusion == "minmax":
+        lo = "MIN(CASE WHEN r.has_vec THEN r.sem_raw END) OVER ()"
+        hi = "MAX(CASE WHEN r.has_vec THEN r.sem_raw END) OVER ()"
+        sem = f"CASE WHEN r.has_vec THEN COALESCE((r.sem_raw - {lo}) / NULLIF({hi} - {lo}, 0), 1) ELSE 0 END"
+        return sem, "CASE WHEN r.in_ft THEN COALESCE(r.fts / NULLIF(MAX(r.fts) OVER (), 0), 0) ELSE 0 END"
+    if settings.fusion == "rrf":
+        params["rrf_k"] = float(settings.rrf_k)
+        sem = ("CASE WHEN r.has_vec THEN (:rrf_k + 1) / (:rrf_k + ROW_NUMBER() OVER "
+               "(ORDER BY r.has_vec DESC, r.sem_raw DESC, r.memory_id)) ELSE 0 END")
+        ft = ("CASE WHEN r.in_ft THEN (:rrf_k + 1) / (:rrf_k + ROW_NUMBER() OVER "
+              "(ORDER BY r.in_ft DESC, r.fts DESC, r.memory_id)) ELSE 0 END")
+        return sem, ft
+    raise ValueError(f"unknown fusion {settings.fusion!r}; choose linear, minmax or rrf")
 
 
 def numpy_prefilter(
@@ -352,7 +413,7 @@ def mark_embed_failed(memory_ids: Sequence[str], now: datetime) -> tuple[TextCla
 def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, model: str):
     """OceanBase: the closest other live memories of the user (HNSW; once per newly embedded row)."""
     stmt = text(
-        f"SELECT memory_id, embedding, created_at, event_ids, topics, importance_score FROM {T} "
+        f"SELECT memory_id, content, embedding, created_at, event_ids, topics, importance_score FROM {T} "
         "WHERE app_name = :app AND user_id = :user AND memory_id <> :id AND embed_status = 'ready' "
         f"AND superseded_by IS NULL AND embedding_model = :model AND {FACTS} "
         "ORDER BY cosine_distance(embedding, :qv) APPROXIMATE LIMIT 3"
@@ -363,7 +424,7 @@ def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, 
 def near_duplicate_candidates(app_name: str, user_id: str, memory_id: str, model: str, limit: int):
     """MySQL: the user's other live vectors, compared in numpy."""
     stmt = text(
-        f"SELECT memory_id, embedding, created_at, event_ids, topics, importance_score FROM {T} "
+        f"SELECT memory_id, content, embedding, created_at, event_ids, topics, importance_score FROM {T} "
         "WHERE app_name = :app AND user_id = :user "
         "AND memory_id <> :id AND embed_status = 'ready' AND superseded_by IS NULL AND embedding_model = :model "
         f"AND {FACTS} ORDER BY created_at DESC LIMIT :lim"

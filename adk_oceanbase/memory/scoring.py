@@ -3,9 +3,9 @@
 MySQL has no vector distance, so the SQL prefilter (tenant, filters, newest
 ``numpy_scan_limit`` rows, ``MATCH`` score) brings rows here and the same
 candidate construction and formula run in numpy: top ``candidate_pool`` by
-cosine, union top ``candidate_pool`` by full-text, full-text normalised by
-the best full-text candidate, recency from the newest candidate (or now),
-then the weighted sum.  A test checks that both
+cosine, union top ``candidate_pool`` by full-text, the two put on one scale
+by ``settings.fusion``, recency from the newest candidate (or now), then the
+weighted sum.  A test checks that both
 paths rank the same memories the same way on seekdb.
 """
 
@@ -33,6 +33,32 @@ class Signals:
     fulltext: float
     importance: float
     score: float
+
+
+def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
+    """Semantic and full-text signals of the candidates, as ``queries._fusion_exprs`` computes them."""
+    n = len(rows)
+    sem_sig, ft_sig = np.zeros(n), np.zeros(n)
+    vec_c = np.flatnonzero(cand & has_vec)
+    ft_c = np.flatnonzero(cand & ft_in)
+    if settings.fusion in ("linear", "minmax"):
+        ft_max = fts[ft_c].max() if ft_c.size else 0.0
+        if ft_max > 0:
+            ft_sig[ft_c] = fts[ft_c] / ft_max
+        if settings.fusion == "linear" or not vec_c.size:
+            sem_sig[vec_c] = sem[vec_c]
+        else:
+            lo, hi = sem[vec_c].min(), sem[vec_c].max()
+            sem_sig[vec_c] = (sem[vec_c] - lo) / (hi - lo) if hi > lo else 1.0
+    elif settings.fusion == "rrf":
+        k = float(settings.rrf_k)
+        for rank, i in enumerate(sorted(vec_c, key=lambda i: (-sem[i], rows[i].memory_id)), start=1):
+            sem_sig[i] = (k + 1) / (k + rank)
+        for rank, i in enumerate(sorted(ft_c, key=lambda i: (-fts[i], rows[i].memory_id)), start=1):
+            ft_sig[i] = (k + 1) / (k + rank)
+    else:
+        raise ValueError(f"unknown fusion {settings.fusion!r}; choose linear, minmax or rrf")
+    return sem_sig, ft_sig
 
 
 def rank_rows(
@@ -80,7 +106,7 @@ def rank_rows(
         top = sorted(matched, key=lambda i: (-fts[i], rows[i].memory_id))[:pool]
         ft_in[top] = True
         cand |= ft_in
-    ft_max = fts[ft_in].max() if ft_in.any() else 0.0
+    sem_sig, ft_sig = _fused(rows, settings, cand, has_vec, sem, ft_in, fts)
     half_life, freq_norm = settings.recency_half_life_s, settings.frequency_norm
     ref = now
     if settings.recency_reference == "newest" and cand.any():
@@ -91,9 +117,9 @@ def rank_rows(
         age = max((ref - r.created_at).total_seconds(), 0.0)
         rec = math.exp(-math.log(2) * age / half_life)
         freq = min(math.log1p(r.access_count) / freq_norm, 1.0)
-        ft = float(fts[i] / ft_max) if ft_in[i] and ft_max > 0 else 0.0
+        ft = float(ft_sig[i])
         imp = float(r.importance_score)
-        s = float(sem[i]) if has_vec[i] else 0.0
+        s = float(sem_sig[i])
         score = (
             weights.semantic * s
             + weights.recency * rec

@@ -354,11 +354,11 @@ class OceanBaseMemoryService(BaseMemoryService):
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
         # A zero full-text weight skips the MATCH candidates altogether.
-        ft_query = query if w.fulltext else ""
+        ft_query = (q.fulltext_query(query) if s.fulltext_stopwords else query) if w.fulltext else ""
         engine = await self._engine()
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:
-            ft_query = query
+            ft_query = q.fulltext_query(query) if s.fulltext_stopwords else query
         now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
         try:

@@ -1,10 +1,18 @@
 """Frozen settings of the memory service: score weights, retrieval knobs, ingest policy, vectorizer.
 
-Defaults are starting points, not tuned values: the issue's LoCoMo
-measurements (turns as memories, categories 1-4) gave R@10 0.451 for dense
-MiniLM, 0.565 for BM25 and 0.616 for 0.7*cosine + 0.3*BM25, so semantic and
-full-text carry most of the weight; recency, frequency and importance are
-tie-breakers until ``benchmarks/retrieval.py`` says otherwise.
+Defaults are measured (benchmarks/README.md, "retrieval.py"), with::
+
+    HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --locomo locomo10.json --conversations 3 --grid
+    HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --locomo locomo10.json --conversations 10 --out ...
+
+On LoCoMo (3 conversations, categories 1-4, R@10; same run: dense 0.483,
+rank-bm25 0.527, 0.7*cos + 0.3*BM25 0.622) our seekdb full-text alone scored
+0.448 -> 0.509 with query stopwords dropped; fused 0.6/0.4 0.591, pool 200
+0.599; recency costs LoCoMo (0.2 at a 30-day half-life: 0.521; 180 days:
+0.581) but is what the knowledge-update set needs (R@1 0.356 -> 0.400 with
+recency 0.2 / 180 days); frequency does not touch LoCoMo (no access history)
+and lifts the knowledge-update frequency subset 0.20 -> 0.83.  RRF (0.555)
+and min-max (0.589) fusion did not beat linear.
 """
 
 from __future__ import annotations
@@ -20,17 +28,23 @@ __all__ = ["MemorySettings", "ScoreWeights"]
 class ScoreWeights:
     """Weights of the five signals in ``score = Σ w_i * signal_i`` (each signal is in [0, 1], semantic in [-1, 1])."""
 
-    semantic: float = 0.7
+    semantic: float = 0.6
     """Cosine similarity ``1 - cosine_distance`` between query and memory embedding."""
 
-    fulltext: float = 0.3
+    fulltext: float = 0.4
     """Full-text relevance (``MATCH ... AGAINST``) divided by the best full-text score among the candidates."""
 
-    recency: float = 0.1
-    """``exp(-ln2 * age / half_life)``: 1 for a memory from now, 0.5 at one half-life."""
+    recency: float = 0.2
+    """``exp(-ln2 * age / half_life)``, age from the newest candidate (``recency_reference``): 1 for it, 0.5 one half-life older.
 
-    frequency: float = 0.05
-    """``min(1, ln(1 + access_count) / ln(1 + frequency_norm_count))``: how often search returned it."""
+    Measured: 0 -> 0.2 moved knowledge-update R@1 0.356 -> 0.400 and LoCoMo R@10 0.599 -> 0.581
+    (180-day half-life); 0.3 lost on both (0.333 / 0.551)."""
+
+    frequency: float = 0.3
+    """``min(1, ln(1 + access_count) / ln(1 + frequency_norm_count))``: how often search returned it.
+
+    Measured: 0.05 -> 0.3 lifted the knowledge-update frequency subset R@1 0.20 -> 0.83 (0.6: no further gain);
+    it cannot move LoCoMo, which has no access history.  Heavier weights risk rich-get-richer loops."""
 
     importance: float = 0.05
     """The stored ``importance_score`` (0.5 unless an LLM extractor or the caller set one)."""
@@ -43,19 +57,26 @@ class MemorySettings:
     Example:
         >>> s = MemorySettings(top_k=5, weights=ScoreWeights(recency=0.3))
         >>> s.weights.semantic
-        0.7
+        0.6
     """
 
     # ------------------------------------------------------------ retrieval
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     """Signal weights used when a search passes none."""
 
-    recency_half_life_s: float = 30 * 86400.0
-    """Age (seconds, from the memory's ``created_at``) at which the recency signal is 0.5."""
+    recency_half_life_s: float = 180 * 86400.0
+    """Age gap (seconds, ``created_at`` vs the reference) at which the recency signal is 0.5.
+
+    Measured at recency 0.2: 30 days LoCoMo 0.521 / knowledge-update 0.344, 90 days 0.553 / 0.367,
+    180 days 0.581 / 0.400 (LoCoMo conversations span months: short half-lives bury early sessions)."""
 
     recency_reference: Literal["newest", "now"] = "newest"
     """What age is measured from: ``newest`` = the newest candidate of this search (capped at ``now``),
-    which gets 1.0; ``now`` = the search's clock (absolute age)."""
+    which gets 1.0; ``now`` = the search's clock (absolute age).
+
+    ``newest`` keeps recency discriminative when every memory is older than a few half-lives
+    (with ``now`` all get ~0; see tests/test_memory_ranking.py).  On the benchmarks the newest
+    candidate is ~the asking time, so both score the same there (LoCoMo 0.581, KU 0.400)."""
 
     frequency_norm_count: int = 100
     """Access count at which the frequency signal saturates at 1."""
@@ -66,8 +87,27 @@ class MemorySettings:
     min_score: float | None = None
     """Memories scoring below this are dropped; ``None`` keeps everything in the top k."""
 
-    candidate_pool: int = 100
-    """Candidates taken from each of the ANN and full-text lists before the final scoring."""
+    fulltext_stopwords: bool = True
+    """Drop English function words ("when", "did", "the", ...) from the full-text query (not the index).
+
+    OceanBase's BM25 gives every matched term a positive weight, so function words pulled short
+    unrelated turns up: full-text-only LoCoMo R@10 0.448 -> 0.509, fused 0.563 -> 0.581 (0.7/0.3)."""
+
+    fusion: Literal["linear", "minmax", "rrf"] = "linear"
+    """How the semantic and full-text signals are put on one scale before weighting.
+
+    ``linear``: raw cosine and ``fts / max(fts)`` (the issue's fusion baseline);
+    ``minmax``: cosine min-max scaled over the candidates, ``fts / max(fts)``;
+    ``rrf``: reciprocal rank ``(k+1) / (k + rank)`` in each list (1 for each list's best).
+    """
+
+    rrf_k: float = 60.0
+    """The ``k`` of reciprocal-rank fusion (``fusion="rrf"``)."""
+
+    candidate_pool: int = 200
+    """Candidates taken from each of the ANN and full-text lists before the final scoring.
+
+    Measured (LoCoMo R@10, 0.6/0.4): 100 -> 0.591, 200 -> 0.599, 300 -> 0.598."""
 
     vector_search: Literal["ann", "exact"] = "ann"
     """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (fine below ~10k)."""
@@ -96,6 +136,10 @@ class MemorySettings:
 
     near_duplicate_similarity: float = 0.9
     """Cosine similarity at or above which a new fact is merged into an older one."""
+
+    near_duplicate_min_overlap: float = 0.8
+    """Word-set Jaccard the two facts' contents must also reach to merge (cosine alone merged
+    different people's templated facts on the benchmark: "Ines/Tove grabbed coffee at Kaffeehaus")."""
 
     consolidate: bool = True
     """Merge near-duplicate *facts* (LLM-extracted or ``add_memory``) when rows get their vectors.

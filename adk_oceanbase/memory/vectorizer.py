@@ -225,12 +225,13 @@ class Vectorizer:
                     if (r.extractor or "").startswith("turn:"):
                         continue  # dialogue turns are records, not facts: never near-duplicate merged
                     groups[(r.app_name, r.user_id)].append(
-                        (r.memory_id, r.created_at, v, _loads(r.event_ids), _loads(r.topics), float(r.importance_score))
+                        (r.memory_id, r.created_at, v, _loads(r.event_ids), _loads(r.topics), float(r.importance_score),
+                         r.content)
                     )
                 for (app, user), batch in groups.items():
                     merged = await merge_near_duplicates(
                         conn, dialect, app, user, batch, model=model,
-                        threshold=s.near_duplicate_similarity, now=now, scan_limit=s.numpy_scan_limit,
+                        threshold=s.near_duplicate_similarity, min_overlap=s.near_duplicate_min_overlap, now=now, scan_limit=s.numpy_scan_limit,
                     )
                     self.stats["merged"] += len(merged)
             await conn.execute(
