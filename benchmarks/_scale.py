@@ -1,34 +1,47 @@
-"""``--scale N``: N memories in one app and user; search latency and ANN recall against exact search.
+"""``--scale N``: N memories in one app, two layouts; search latency and ANN recall against exact search.
+
+Layouts (each in its own freshly migrated database, so the indexes are ours):
+
+* ``users``: N memories spread over N/100 users (100 each) -- the common case;
+* ``single``: N memories of ONE user -- the worst case for a per-user filter.
 
 Data: seeded unit vectors from a Gaussian mixture (``clustered_vectors``:
 1000 topics, like sentence embeddings; uniform random 384-d vectors would all
-be nearly orthogonal, a case no real store sees) with seeded template
-sentences as content, bulk-inserted as ``ready`` rows (embedding the text would
-take N/110 s on this CPU and is not what is measured).  Queries are
-perturbed copies of stored vectors.
+be nearly orthogonal, a pessimistic HNSW case no real store sees) with seeded
+template sentences as content and ``search_text`` in the service's layout,
+bulk-inserted as ``ready`` rows with multi-row INSERTs (embedding the text
+would take N/110 s on this CPU and is not what is measured).  Queries are
+perturbed copies of stored vectors; the truth is numpy's exact top-10 over the
+querying user's rows.
 
-Measured, per ``ob_hnsw_ef_search`` value (``--ef-search 16,64,200``):
+After the load the HNSW index is rebuilt (``DBMS_VECTOR.REBUILD_INDEX``):
+an index grown row by row answers ~30x slower (measured 15-60 ms vs 0.8 ms
+unfiltered top-10 at 100k) until the server's own refresh/rebuild runs, so
+both are reported (``ann_unfiltered_incremental`` vs ``..._rebuilt``).
 
-* ``sql_ann``: the vector half alone, ``ORDER BY cosine_distance(...)
-  APPROXIMATE LIMIT 10`` with the tenant filter, as the service's ANN
-  candidate subquery runs it; recall@10 against exact top-10 from numpy.
-* ``sql_exact``: the same without ``APPROXIMATE`` (a full scan of the user's rows).
-* ``service_ann`` / ``service_exact``: ``OceanBaseMemoryService.search`` end
-  to end (hybrid: vector + full-text candidates, SQL scoring), query vector
-  served by a lookup embedder so embedding time is excluded
-  (``--scale-service-queries``, default 20: its full-text half is slow, see the report).
+Measured per layout (``--ef-search 64,200`` adds ef values; the candidate
+pool of ``MemorySettings`` is always tried as ef too, since a pool above ef
+makes the filtered ANN scan iterate: 88 ms vs 12 ms at pool 200):
 
-EXPLAIN of the ANN statement is saved, so the report shows the HNSW index is used.
+* ``vec_*``: the vector half alone, as the service's ANN candidate CTE runs
+  it (tenant + liveness filter); ``LIMIT 10`` and ``LIMIT pool``; recall@10
+  of the first ten rows against exact; the plan's operators are kept.
+* ``ft_*``: the full-text half alone (ik parser): the filtered form the
+  service uses, and an over-fetch form (unfiltered top-k, filtered outside)
+  with its recall of the filtered form's list.
+* ``service_*``: ``OceanBaseMemoryService.search`` end to end (hybrid SQL),
+  query vector served by a lookup embedder so embedding time is excluded,
+  with and without the full-text half (``--scale-service-queries``).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
+import hashlib
 import logging
 import random
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 import numpy as np
@@ -40,21 +53,31 @@ from benchmarks._synthetic import PEOPLE, clustered_vectors
 
 logger = logging.getLogger(__name__)
 
-APP, USER = "scale", "u1"
+APP = "scale"
 MODEL = "scale-synthetic-384"
 DIM = 384
+PER_USER = 100
 _WORDS = (
     "garden coffee meeting flight doctor budget recipe guitar marathon invoice birthday museum laptop "
     "vacation apartment insurance concert deadline bicycle kitchen soccer novel podcast dentist"
 ).split()
 
-ANN_SQL = (
-    "SELECT memory_id FROM agent_memories WHERE app_name = :app AND user_id = :user "
-    "ORDER BY cosine_distance(embedding, :qv) APPROXIMATE LIMIT :k"
+# The vector candidate list exactly as queries.hybrid_search filters it.
+_WHERE = ("a.app_name = :app AND a.user_id = :user AND a.embed_status <> 'deleted' AND a.superseded_by IS NULL "
+          "AND a.embedding_model = :model")
+VEC_SQL = "SELECT a.memory_id FROM agent_memories a WHERE " + _WHERE + \
+    " ORDER BY cosine_distance(a.embedding, :qv){approx} LIMIT :k"
+UNFILTERED_ANN_SQL = "SELECT memory_id FROM agent_memories ORDER BY cosine_distance(embedding, :qv) APPROXIMATE LIMIT 10"
+_FT_WHERE = "f.app_name = :app AND f.user_id = :user AND f.embed_status <> 'deleted' AND f.superseded_by IS NULL"
+FT_FILTERED_SQL = (
+    "SELECT f.memory_id, MATCH(f.search_text) AGAINST(:qtext) AS fts FROM agent_memories f WHERE " + _FT_WHERE +
+    " AND MATCH(f.search_text) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :k"
 )
-EXACT_SQL = (
-    "SELECT memory_id FROM agent_memories WHERE app_name = :app AND user_id = :user "
-    "ORDER BY cosine_distance(embedding, :qv) LIMIT :k"
+# Over-fetch: the text index's own top-k (no filter, so the server prunes by score), tenant filter outside.
+FT_OVERFETCH_SQL = (
+    "SELECT f.memory_id, o.fts FROM (SELECT memory_id, MATCH(search_text) AGAINST(:qtext) AS fts FROM agent_memories "
+    "WHERE MATCH(search_text) AGAINST(:qtext) ORDER BY fts DESC LIMIT :wide) o "
+    "JOIN agent_memories f ON f.memory_id = o.memory_id WHERE " + _FT_WHERE + " ORDER BY o.fts DESC, f.memory_id LIMIT :k"
 )
 
 
@@ -76,147 +99,224 @@ class LookupEmbedder:
         return np.stack([self.table[t] for t in texts]).astype(np.float32)
 
 
-async def _bulk_insert(db: Any, vecs: np.ndarray, texts: list[str], batch: int = 1000) -> float:
-    import hashlib
+def _vec_text(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.6f}" for x in v) + "]"
 
-    now = datetime.now(timezone.utc).replace(tzinfo=None)
-    stmt = text(
-        "INSERT INTO agent_memories (memory_id, app_name, user_id, content, content_hash, author, "
-        "importance_score, access_count, created_at, updated_at, embedding, embedding_model, embedding_dim, "
-        "embed_status, embed_attempts, extractor) VALUES (:id, :app, :user, :content, :hash, 'user', 0.5, 0, "
-        ":created, :created, :emb, :model, :dim, 'ready', 0, 'bench')"
-    )
+
+def _user_of(i: int, layout: str, n: int) -> str:
+    return f"u{i % max(n // PER_USER, 1):05d}" if layout == "users" else "u00000"
+
+
+def _user_rows(i: int, layout: str, n: int) -> np.ndarray:
+    """Row indexes belonging to the user of row ``i`` (the exact search's universe)."""
+    if layout == "single":
+        return np.arange(n)
+    users = max(n // PER_USER, 1)
+    return np.arange(i % users, n, users)
+
+
+async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, seed: int, batch: int = 500) -> float:
+    """Multi-row INSERTs straight into agent_memories as ``ready`` rows (no embedding queue)."""
+    from adk_oceanbase.memory.extraction import embedding_text
+
+    n = len(vecs)
+    rng = random.Random(seed)
+    t0 = datetime(2024, 1, 1)
+    cols = ("memory_id, app_name, user_id, content, search_text, content_hash, author, importance_score, access_count, "
+            "created_at, updated_at, embedding, embedding_model, embedding_dim, embed_status, embed_attempts, extractor")
+    row = "(%s,%s,%s,%s,%s,%s,'user',0.5,0,%s,%s,%s,%s,384,'ready',0,'bench')"
     start = time.perf_counter()
-    for lo in range(0, len(texts), batch):
-        rows = [
-            {
-                "id": f"m{i:08d}", "app": APP, "user": USER, "content": texts[i],
-                "hash": hashlib.sha256(texts[i].encode()).hexdigest(),
-                "created": now - timedelta(minutes=len(texts) - i),
-                "emb": db.dialect.encode_vector(vecs[i]), "model": MODEL, "dim": DIM,
-            }
-            for i in range(lo, min(lo + batch, len(texts)))
-        ]
+    for lo in range(0, n, batch):
+        args: list[Any] = []
+        hi = min(n, lo + batch)
+        for i in range(lo, hi):
+            content = sentence(rng, i)
+            created = t0 + timedelta(minutes=i)
+            args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, embedding_text("user", created, content),
+                     hashlib.sha256(content.encode()).hexdigest(), created, created, _vec_text(vecs[i]), MODEL]
         async with db.engine.begin() as conn:
-            await conn.execute(stmt, rows)
-        if (lo // batch) % 10 == 0:
-            logger.info("inserted %d/%d", lo + len(rows), len(texts))
+            await conn.exec_driver_sql(f"INSERT INTO agent_memories ({cols}) VALUES " + ",".join([row] * (hi - lo)),
+                                       tuple(args))
+        if (lo // batch) % 40 == 0:
+            logger.info("%s: inserted %d/%d", layout, hi, n)
     return time.perf_counter() - start
 
 
-async def _timed_sql(db: Any, sql: str, qvecs: np.ndarray, ef: int | None, k: int = 10):
+def _recall(found: list[list[str]], truth: list[list[str]]) -> float:
+    return float(np.mean([len(set(f[:10]) & set(t)) / len(t) for f, t in zip(found, truth)]))
+
+
+async def _explain(conn: Any, sql: str, params: dict[str, Any]) -> list[str]:
+    """The plan's operator column (``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)``, ``TABLE RANGE SCAN``...)."""
+    rows = (await conn.execute(text("EXPLAIN " + sql), params)).fetchall()
+    ops = []
+    for (line,) in rows:
+        parts = line.split("|")
+        if len(parts) > 3 and parts[1].strip().isdigit():
+            ops.append(f"{parts[2].strip()} {parts[3].strip()}".strip())
+    return ops
+
+
+async def _timed(conn: Any, sql: str, params_list: list[dict[str, Any]], ef: int | None, warm: int = 3):
+    if ef is not None:
+        await conn.execute(text(f"SET ob_hnsw_ef_search = {int(ef)}"))
+    for p in params_list[:warm]:
+        (await conn.execute(text(sql), p)).fetchall()
     ids, lat = [], []
-    async with db.engine.connect() as conn:
-        if ef is not None:
-            await conn.execute(text(f"SET ob_hnsw_ef_search = {int(ef)}"))
-        for q in qvecs:
-            params = {"app": APP, "user": USER, "qv": db.dialect.encode_vector(q), "k": k}
-            start = time.perf_counter()
-            rows = (await conn.execute(text(sql), params)).fetchall()
-            lat.append(time.perf_counter() - start)
-            ids.append([r[0] for r in rows])
+    for p in params_list:
+        start = time.perf_counter()
+        rows = (await conn.execute(text(sql), p)).fetchall()
+        lat.append(time.perf_counter() - start)
+        ids.append([r[0] for r in rows])
     return ids, lat
 
 
-def _recall(found: list[list[str]], truth: list[list[str]]) -> float:
-    return float(np.mean([len(set(f) & set(t)) / len(t) for f, t in zip(found, truth)]))
-
-
-async def _service_runs(url: str, embedder: LookupEmbedder, queries: list[str], truth, efs) -> dict[str, Any]:
-    """End-to-end ``search`` through the memory service, ANN and exact."""
-    try:
-        from adk_oceanbase.memory import OceanBaseMemoryService
-        from adk_oceanbase.memory.settings import MemorySettings
-    except ImportError as exc:
-        return {"skipped": f"memory service not importable: {exc}"}
+async def _service_runs(url: str, embedder: LookupEmbedder, queries: list[str], users: list[str],
+                        modes: list[tuple[str, dict[str, Any], bool]]) -> dict[str, Any]:
+    """End-to-end ``search`` through the memory service (hybrid statement), full-text on and off."""
     from adk_oceanbase.config import Config
+    from adk_oceanbase.memory import OceanBaseMemoryService
+    from adk_oceanbase.memory.settings import MemorySettings
 
     out: dict[str, Any] = {}
-    modes = [("service_exact", "exact", None)] + [(f"service_ann_ef{ef}", "ann", ef) for ef in efs]
-    for label, mode, ef in modes:
-        settings = MemorySettings(vector_search=mode, ef_search=ef, bump_access=False)
-        svc = OceanBaseMemoryService(config=Config.from_url(url), embedder=embedder, settings=settings)
+    for label, kw, fulltext in modes:
+        svc = OceanBaseMemoryService(config=Config.from_url(url), embedder=embedder,
+                                     settings=MemorySettings(bump_access=False, **kw))
+        weights = None if fulltext else {"fulltext": 0.0}
         try:
-            lat, found = [], []
-            for q in queries:
+            lat = []
+            for i, (q, u) in enumerate(zip(queries, users)):
                 start = time.perf_counter()
-                res = await svc.search(APP, USER, q, top_k=10)
-                lat.append(time.perf_counter() - start)
-                found.append([_entry_id(e) for e in res])
-            out[label] = {"latency": summarise_latencies(lat), "recall@10_vs_exact_vector": _recall(found, truth)}
+                await svc.search(APP, u, q, top_k=10, weights=weights)
+                if i >= 2:  # the first two warm the connection and plan cache
+                    lat.append(time.perf_counter() - start)
+            out[label] = {"settings": kw, "fulltext": fulltext, "latency": summarise_latencies(lat)}
         finally:
             await svc.close()
     return out
 
 
-def _entry_id(entry: Any) -> str:
-    for attr in ("memory_id", "id"):
-        if getattr(entry, attr, None):
-            return getattr(entry, attr)
-    return entry.entry.id  # a wrapper around an ADK MemoryEntry
-
-
-async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
+async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: list[int], pool: int) -> dict[str, Any]:
     from adk_oceanbase.config import Config
     from adk_oceanbase.engine import Database
+    from adk_oceanbase.memory import queries as mq
     from adk_oceanbase.migrations import upgrade
 
     n, nq = args.scale, args.scale_queries
-    efs = [int(x) for x in str(args.ef_search).split(",") if x]
-    rng = random.Random(args.seed)
     vecs = clustered_vectors(n, DIM, seed=args.seed)
-    texts = [sentence(rng, i) for i in range(n)]
     qrng = np.random.default_rng(args.seed + 1)
     picks = qrng.choice(n, size=nq, replace=False)
     qvecs = vecs[picks] + qrng.standard_normal((nq, DIM)).astype(np.float32) * (0.3 / np.sqrt(DIM))
     qvecs /= np.linalg.norm(qvecs, axis=1, keepdims=True)
-    qtexts = [sentence(rng, int(i)) for i in picks]
-    truth_idx = np.argsort(-(qvecs @ vecs.T), axis=1)[:, :10]
-    truth = [[f"m{i:08d}" for i in row] for row in truth_idx]
+    users = [_user_of(int(i), layout, n) for i in picks]
+    truth = []
+    for j, i in enumerate(picks):
+        rows = _user_rows(int(i), layout, n)
+        truth.append([f"m{r:08d}" for r in rows[np.argsort(-(vecs[rows] @ qvecs[j]))[:10]]])
+    trng = random.Random(args.seed + 2)
+    qtexts = [f"what did we say about the {a} and the {b}? ({j})"
+              for j, (a, b) in enumerate(trng.sample(_WORDS, 2) for _ in range(nq))]
+
+    dbname = f"bench_scale_{layout}_{n}"
+    url = server.url(dbname, scheme="oceanbase") if server else args.url.rsplit("/", 1)[0] + "/" + dbname
+    port = int(url.rsplit(":", 1)[1].split("/")[0])
+    ensure_database("127.0.0.1", port, "root", None, dbname, fresh=True)
+    res: dict[str, Any] = {"layout": layout, "users": max(n // PER_USER, 1) if layout == "users" else 1,
+                           "rows_per_user": PER_USER if layout == "users" else n}
+    db = Database(Config.from_url(url))
+    await db.start()
+    try:
+        await upgrade(db)
+        res["insert_seconds"] = await _bulk_insert(db, vecs, layout, args.seed)
+        base = [{"app": APP, "user": u, "model": MODEL, "qv": _vec_text(q)} for u, q in zip(users, qvecs)]
+        async with db.engine.connect() as conn:
+            await conn.execute(text("SET ob_query_timeout = 600000000"))
+            _, lat = await _timed(conn, UNFILTERED_ANN_SQL, base[:20], 64)
+            res["ann_unfiltered_incremental"] = summarise_latencies(lat)
+            start = time.perf_counter()
+            # delta_rate_threshold 0 forces the rebuild (our index definition, rebuilt in place).
+            await conn.execute(text("CALL DBMS_VECTOR.REBUILD_INDEX('ix_memories_embedding', 'agent_memories', "
+                                    "'embedding', 0)"))
+            res["rebuild_seconds"] = time.perf_counter() - start
+            _, lat = await _timed(conn, UNFILTERED_ANN_SQL, base[:20], 64)
+            res["ann_unfiltered_rebuilt"] = summarise_latencies(lat)
+
+            variants: list[tuple[str, str, int, int | None]] = [("vec_exact_k10", "", 10, None),
+                                                                ("vec_exact_pool", "", pool, None)]
+            for ef in sorted(set(efs + [pool])):
+                variants += [(f"vec_ann_k10_ef{ef}", " APPROXIMATE", 10, ef), (f"vec_ann_pool_ef{ef}", " APPROXIMATE", pool, ef)]
+            for label, approx, k, ef in variants:
+                sql = VEC_SQL.format(approx=approx)
+                params = [dict(p, k=k) for p in base]
+                found, lat = await _timed(conn, sql, params, ef if ef is not None else 64)
+                res[label] = {"latency": summarise_latencies(lat), "recall@10": _recall(found, truth),
+                              "plan": await _explain(conn, sql, params[0])}
+
+            ftq = [mq.fulltext_query(t) if hasattr(mq, "fulltext_query") else t for t in qtexts]
+            ftp = [{"app": APP, "user": u, "qtext": t, "k": pool} for u, t in zip(users, ftq)]
+            exact_ft, lat = await _timed(conn, FT_FILTERED_SQL, ftp, None)
+            res["ft_filtered"] = {"latency": summarise_latencies(lat), "plan": await _explain(conn, FT_FILTERED_SQL, ftp[0]),
+                                  "mean_hits": float(np.mean([len(f) for f in exact_ft]))}
+            for wide in (pool * 10,):
+                params = [dict(p, wide=wide) for p in ftp]
+                found, lat = await _timed(conn, FT_OVERFETCH_SQL, params, None)
+                got = [len(set(f) & set(e)) / len(e) for f, e in zip(found, exact_ft) if e]
+                res[f"ft_overfetch{wide}"] = {"latency": summarise_latencies(lat),
+                                              "recall_of_filtered": float(np.mean(got)) if got else None,
+                                              "plan": await _explain(conn, FT_OVERFETCH_SQL, params[0])}
+    finally:
+        await db.close()
+
+    embedder = LookupEmbedder()
+    embedder.table.update(zip(qtexts, qvecs))
+    ns = args.scale_service_queries
+    ef_pool = max(pool, 64)
+    modes: list[tuple[str, dict[str, Any], bool]] = []
+    for ft in (False, True):
+        tag = "hybrid" if ft else "vector_only"
+        modes += [(f"service_{tag}_exact", {"vector_search": "exact"}, ft),
+                  (f"service_{tag}_ann_ef_default", {"vector_search": "ann"}, ft),
+                  (f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, ft)]
+    if ns:
+        res["service"] = await _service_runs(url, embedder, qtexts[:ns], users[:ns], modes)
+    return res
+
+
+def _print_layout(res: dict[str, Any]) -> None:
+    print(f"\n== layout {res['layout']}: {res['users']} user(s), {res['rows_per_user']} rows each "
+          f"(insert {res['insert_seconds']:.0f} s, index rebuild {res['rebuild_seconds']:.0f} s)")
+    for key in ("ann_unfiltered_incremental", "ann_unfiltered_rebuilt"):
+        lat = res[key]
+        print(f"{key:<30} p50 {lat['p50_ms']:7.2f} ms  p95 {lat['p95_ms']:7.2f} ms")
+    for key, val in res.items():
+        if key.startswith(("vec_", "ft_")):
+            lat = val["latency"]
+            extra = f"recall@10 {val['recall@10']:.3f}" if "recall@10" in val else (
+                f"recall_of_filtered {val['recall_of_filtered']:.3f}" if val.get("recall_of_filtered") is not None
+                else f"hits {val.get('mean_hits', 0):.0f}")
+            print(f"{key:<30} p50 {lat['p50_ms']:7.2f} ms  p95 {lat['p95_ms']:7.2f} ms  {extra:<24} "
+                  f"plan: {' / '.join(val['plan'])}")
+    for key, val in res.get("service", {}).items():
+        lat = val["latency"]
+        print(f"{key:<40} p50 {lat['p50_ms']:7.2f} ms  p95 {lat['p95_ms']:7.2f} ms")
+
+
+async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
+    from adk_oceanbase.memory.settings import MemorySettings
+
+    efs = [int(x) for x in str(args.ef_search).split(",") if x]
+    pool = MemorySettings().candidate_pool
     result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "numpy", "SQLAlchemy")),
-                              "n": n, "queries": nq, "seed": args.seed}
-    dbname = f"bench_scale_{n}"
+                              "n": args.scale, "queries": args.scale_queries, "seed": args.seed,
+                              "candidate_pool": pool, "vectors": "clustered_vectors (1000-centre Gaussian mixture)",
+                              "layouts": {}}
     with seekdb_or_url(args.url, memory_budget="4G") as server:
-        url = server.url(dbname, scheme="oceanbase") if server else args.url
-        cfg = Config.from_url(url)
-        ensure_database("127.0.0.1", int(url.rsplit(":", 1)[1].split("/")[0]), "root", None,
-                        url.rsplit("/", 1)[1], fresh=True)
-        db = Database(cfg)
-        await db.start()
-        try:
-            await upgrade(db)
-            result["insert_seconds"] = await _bulk_insert(db, vecs, texts)
-            async with db.engine.connect() as conn:
-                plan = (await conn.execute(text("EXPLAIN " + ANN_SQL), {
-                    "app": APP, "user": USER, "qv": db.dialect.encode_vector(qvecs[0]), "k": 10})).fetchall()
-                result["explain_ann"] = "\n".join(str(r[0]) for r in plan)
-            found, lat = await _timed_sql(db, EXACT_SQL, qvecs, None)
-            result["sql_exact"] = {"latency": summarise_latencies(lat), "recall@10": _recall(found, truth)}
-            for ef in efs:
-                found, lat = await _timed_sql(db, ANN_SQL, qvecs[:5], ef)  # warm the index
-                found, lat = await _timed_sql(db, ANN_SQL, qvecs, ef)
-                result[f"sql_ann_ef{ef}"] = {"latency": summarise_latencies(lat), "recall@10": _recall(found, truth)}
-        finally:
-            await db.close()
-        embedder = LookupEmbedder()
-        embedder.table.update(zip(qtexts, qvecs))
-        ns = args.scale_service_queries
-        result["service_queries"] = ns
-        result["service"] = await _service_runs(url, embedder, qtexts[:ns], truth[:ns], efs) if ns else {}
+        for layout in ("users", "single"):
+            result["layouts"][layout] = await _run_layout(args, layout, server, efs, pool)
     print_environment(result["environment"])
-    print(f"\n== scale: {n} memories in one app/user, {nq} queries (insert {result['insert_seconds']:.0f} s)")
-    for key, val in result.items():
-        if key.startswith("sql_"):
-            lat_ = val["latency"]
-            print(f"{key:<22} p50 {lat_['p50_ms']:7.2f} ms  p95 {lat_['p95_ms']:7.2f} ms  recall@10 {val['recall@10']:.3f}")
-    for key, val in result["service"].items():
-        if isinstance(val, dict):
-            lat_ = val["latency"]
-            print(f"{key:<22} p50 {lat_['p50_ms']:7.2f} ms  p95 {lat_['p95_ms']:7.2f} ms  "
-                  f"recall@10 {val['recall@10_vs_exact_vector']:.3f}")
-        else:
-            print(f"service: {val}")
-    print("\nEXPLAIN (ANN statement):\n" + result["explain_ann"])
+    print(f"\n== scale: {args.scale} memories in one app, {args.scale_queries} queries, candidate pool {pool}")
+    for res in result["layouts"].values():
+        _print_layout(res)
     return result
 
 
