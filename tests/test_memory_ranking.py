@@ -88,7 +88,7 @@ async def test_ann_path_recall_against_exact(seeded):
             exact = {h.memory_id for h in await seeded.search(APP, USER, query, top_k=10)}
             approx = {h.memory_id for h in await ann.search(APP, USER, query, top_k=10)}
             overlap.append(len(exact & approx) / 10)
-        assert sum(overlap) / len(overlap) >= 0.9, overlap
+        assert sum(overlap) / len(overlap) >= 0.9 - 1e-9, overlap  # 5.4 / 6 is 0.8999... in floats
     finally:
         await ann.close()
 

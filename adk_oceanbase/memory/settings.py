@@ -8,11 +8,13 @@ Defaults are measured (benchmarks/README.md, "retrieval.py"), with::
 On LoCoMo (3 conversations, categories 1-4, R@10; same run: dense 0.483,
 rank-bm25 0.527, 0.7*cos + 0.3*BM25 0.622) our seekdb full-text alone scored
 0.448 -> 0.509 with query stopwords dropped; fused 0.6/0.4 0.591, pool 200
-0.599; recency costs LoCoMo (0.2 at a 30-day half-life: 0.521; 180 days:
-0.581) but is what the knowledge-update set needs (R@1 0.356 -> 0.400 with
-recency 0.2 / 180 days); frequency does not touch LoCoMo (no access history)
-and lifts the knowledge-update frequency subset 0.20 -> 0.83.  RRF (0.555)
-and min-max (0.589) fusion did not beat linear.
+0.599; recency costs LoCoMo at short half-lives (0.2 at 30 days: 0.521) and
+is what the knowledge-update set needs; frequency does not touch LoCoMo (no
+access history) and lifts the knowledge-update frequency subset 0.20 -> 0.83.
+RRF (0.555) and min-max (0.589) fusion did not beat linear.  The --grid rule
+(best LoCoMo R@10 among settings with knowledge-update R@1 >= dense + 0.20)
+picked 0.7/0.3, recency 0.2 @ 365 days, frequency 0.3, pool 200: LoCoMo 0.598,
+knowledge-update 0.389 vs dense 0.178.
 """
 
 from __future__ import annotations
@@ -28,17 +30,17 @@ __all__ = ["MemorySettings", "ScoreWeights"]
 class ScoreWeights:
     """Weights of the five signals in ``score = Σ w_i * signal_i`` (each signal is in [0, 1], semantic in [-1, 1])."""
 
-    semantic: float = 0.6
+    semantic: float = 0.7
     """Cosine similarity ``1 - cosine_distance`` between query and memory embedding."""
 
-    fulltext: float = 0.4
+    fulltext: float = 0.3
     """Full-text relevance (``MATCH ... AGAINST``) divided by the best full-text score among the candidates."""
 
     recency: float = 0.2
     """``exp(-ln2 * age / half_life)``, age from the newest candidate (``recency_reference``): 1 for it, 0.5 one half-life older.
 
-    Measured: 0 -> 0.2 moved knowledge-update R@1 0.356 -> 0.400 and LoCoMo R@10 0.599 -> 0.581
-    (180-day half-life); 0.3 lost on both (0.333 / 0.551)."""
+    Measured (--grid, 3 conversations, 0.7/0.3, 365-day half-life): recency 0 / 0.1 / 0.2 / 0.3 gave
+    LoCoMo R@10 0.583 / 0.595 / 0.598 / 0.582 and knowledge-update R@1 0.367 / 0.356 / 0.389 / 0.411."""
 
     frequency: float = 0.3
     """``min(1, ln(1 + access_count) / ln(1 + frequency_norm_count))``: how often search returned it.
@@ -57,18 +59,19 @@ class MemorySettings:
     Example:
         >>> s = MemorySettings(top_k=5, weights=ScoreWeights(recency=0.3))
         >>> s.weights.semantic
-        0.6
+        0.7
     """
 
     # ------------------------------------------------------------ retrieval
     weights: ScoreWeights = field(default_factory=ScoreWeights)
     """Signal weights used when a search passes none."""
 
-    recency_half_life_s: float = 180 * 86400.0
+    recency_half_life_s: float = 365 * 86400.0
     """Age gap (seconds, ``created_at`` vs the reference) at which the recency signal is 0.5.
 
-    Measured at recency 0.2: 30 days LoCoMo 0.521 / knowledge-update 0.344, 90 days 0.553 / 0.367,
-    180 days 0.581 / 0.400 (LoCoMo conversations span months: short half-lives bury early sessions)."""
+    Measured at recency 0.2 (0.7/0.3): 90 days LoCoMo 0.540 / knowledge-update 0.378, 180 days
+    0.583 / 0.411, 365 days 0.598 / 0.389 (LoCoMo conversations span months: short half-lives bury
+    early sessions)."""
 
     recency_reference: Literal["newest", "now"] = "newest"
     """What age is measured from: ``newest`` = the newest candidate of this search (capped at ``now``),
