@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Select, and_, func, literal_column, or_, select
+from sqlalchemy import Select, and_, func, literal_column, select
 
 from ..schema import agent_sessions as S
 from ..schema import session_events as E
-from ..schema import session_state as ST
 
 __all__ = [
     "budget_window",

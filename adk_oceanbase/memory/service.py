@@ -11,20 +11,19 @@ from __future__ import annotations
 import asyncio
 import logging
 import dataclasses
-from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, AsyncIterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 from typing_extensions import override
 
-from .. import migrations
+from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import ConfigurationError, EmbeddingModelMismatchError, SchemaMissingError, ValidationError, translate_db_error
+from ..errors import EmbeddingModelMismatchError, ValidationError, translate_db_error
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from .consolidation import content_hash, write_drafts
@@ -49,7 +48,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
 
 
-class OceanBaseMemoryService(BaseMemoryService):
+class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     """Long-term memory for ADK agents on OceanBase/seekdb (SQL scoring) or MySQL (numpy scoring).
 
     Args:
@@ -85,26 +84,13 @@ class OceanBaseMemoryService(BaseMemoryService):
         extractor: LlmExtractor | None = None,
         auto_setup: bool = True,
     ):
-        if sum(x is not None for x in (url, config, database, engine)) > 1 and not (engine and config):
-            raise ConfigurationError("pass only one of url, config, database or engine")
-        if database is not None:
-            self._db, self._owns_db = database, False
-        else:
-            cfg = config or (Config.from_url(url) if url else Config.from_env())
-            self._db, self._owns_db = Database(cfg, engine=engine), True
+        self._bind_database(url, config, database, engine, auto_setup)
         self._embedder = embedder or default_embedder()
         self.settings = settings or MemorySettings()
         self._extractor = extractor
-        self._auto_setup = auto_setup
-        self._checked = False
-        self._check_lock = asyncio.Lock()
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
 
     # ------------------------------------------------------------ lifecycle
-    @property
-    def database(self) -> Database:
-        return self._db
-
     @property
     def embedder(self) -> Embedder:
         return self._embedder
@@ -113,27 +99,9 @@ class OceanBaseMemoryService(BaseMemoryService):
     def vectorizer(self) -> Vectorizer:
         return self._vectorizer
 
-    async def setup(self) -> None:
-        """Creates or upgrades the schema (same code as ``adk-oceanbase db upgrade``), then checks the model."""
-        await migrations.upgrade(self._db)
-        self._checked = False
-        await self._engine()
-
-    async def _engine(self) -> AsyncEngine:
-        if not self._checked:
-            async with self._check_lock:
-                if not self._checked:
-                    await self._db.start()
-                    try:
-                        await migrations.check_schema(self._db)
-                    except SchemaMissingError:
-                        if not self._auto_setup:
-                            raise
-                        await migrations.upgrade(self._db)
-                    await self._check_embedding_model()
-                    self._checked = True
-                    self._vectorizer.submit(())  # starts the worker; its first sweep finds leftovers
-        return self._db.engine
+    async def _on_ready(self) -> None:
+        await self._check_embedding_model()
+        self._vectorizer.submit(())  # starts the worker; its first sweep finds leftovers
 
     async def _check_embedding_model(self) -> None:
         """Refuses to mix embedding models or dimensions silently."""
@@ -163,18 +131,6 @@ class OceanBaseMemoryService(BaseMemoryService):
         await self._engine()
         return int(res.rowcount or 0)
 
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[AsyncConnection]:
-        engine = await self._engine()
-        try:
-            async with engine.begin() as conn:
-                yield conn
-        except DBAPIError as exc:
-            mapped = translate_db_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
-
     async def flush(self) -> None:
         """Waits until every memory written so far has its embedding (or was marked failed)."""
         await self._engine()
@@ -185,9 +141,7 @@ class OceanBaseMemoryService(BaseMemoryService):
         try:
             await self._vectorizer.close()
         finally:
-            if self._owns_db:
-                await self._db.close()
-            self._checked = False
+            await self._release()
 
     async def __aenter__(self) -> "OceanBaseMemoryService":
         return self

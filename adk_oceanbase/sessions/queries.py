@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from sqlalchemy import Delete, Insert, Select, Update, and_, bindparam, delete, func, literal, or_, select, tuple_, update
+from sqlalchemy import Delete, Select, Update, and_, bindparam, delete, func, literal, or_, select, tuple_, update
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 
 from ..schema import agent_sessions as S

@@ -15,27 +15,23 @@ import logging
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, AsyncIterator, Optional
+from typing import Any, Optional
 
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
-from contextlib import asynccontextmanager
 
-from .. import migrations
+from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
 from ..errors import (
-    ConfigurationError,
-    SchemaMissingError,
     SessionAlreadyExistsError,
     SessionMissingError,
     StaleSessionConflictError,
     ValidationError,
     is_duplicate_key,
-    translate_db_error,
 )
 from ..compaction import coverage
 from ..tokens import EstimatingTokenCounter, TokenCounter
@@ -62,7 +58,7 @@ class SessionPage:
     """Opaque cursor for the next page; ``None`` on the last page."""
 
 
-class OceanBaseSessionService(BaseSessionService):
+class OceanBaseSessionService(DatabaseService, BaseSessionService):
     """ADK session service storing sessions, events and state in OceanBase/seekdb/MySQL.
 
     Args:
@@ -110,66 +106,17 @@ class OceanBaseSessionService(BaseSessionService):
         uri: str | None = None,
         **_: Any,
     ):
-        url = url or uri  # ADK's service registry passes uri=
-        if sum(x is not None for x in (url, config, database, engine)) > 1 and not (engine and config):
-            raise ConfigurationError("pass only one of url, config, database or engine")
-        if database is not None:
-            self._db, self._owns_db = database, False
-        else:
-            cfg = config or (Config.from_url(url) if url else Config.from_env())
-            self._db, self._owns_db = Database(cfg, engine=engine), True
+        # ADK's service registry passes uri=
+        self._bind_database(url or uri, config, database, engine, auto_setup)
         self._counter = token_counter or EstimatingTokenCounter()
-        self._auto_setup = auto_setup
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
         self._compaction_summarizer = compaction_summarizer
-        self._checked = False
 
     # ---------------------------------------------------------------- lifecycle
-    @property
-    def database(self) -> Database:
-        """The shared database handle (hand it to ``OceanBaseMemoryService(database=...)``)."""
-        return self._db
-
-    @property
-    def config(self) -> Config:
-        return self._db.config
-
-    async def setup(self) -> None:
-        """Creates or upgrades the schema to this package's head (same code as ``adk-oceanbase db upgrade``)."""
-        await migrations.upgrade(self._db)
-        self._checked = True
-
-    async def _engine(self) -> AsyncEngine:
-        if not self._checked:
-            await self._db.start()
-            try:
-                await migrations.check_schema(self._db)
-            except SchemaMissingError:
-                if not self._auto_setup:
-                    raise
-                await migrations.upgrade(self._db)
-            self._checked = True
-        return self._db.engine
-
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[AsyncConnection]:
-        """One transaction; driver errors come out as our typed errors."""
-        engine = await self._engine()
-        try:
-            async with engine.begin() as conn:
-                yield conn
-        except DBAPIError as exc:
-            mapped = translate_db_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
-
     async def close(self) -> None:
         """Releases the engine and embedded seekdb if this service created them."""
-        if self._owns_db:
-            await self._db.close()
-        self._checked = False
+        await self._release()
 
     async def __aenter__(self) -> "OceanBaseSessionService":
         return self
