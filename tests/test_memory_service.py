@@ -227,3 +227,13 @@ async def test_add_session_to_memory_reads_turns_that_compaction_archived(memory
                     events=[ev("user", "I keep my passport in the blue drawer.", t0)])
     await memory.add_session_to_memory(other)
     assert await count_rows(database, "session_id = 'elsewhere'") == 1
+
+
+async def test_rebuild_vector_index_keeps_search_working(memory, database):
+    await memory.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(author="user", content=types.Content(parts=[types.Part.from_text(text=t)]))
+        for t in ("I keep bees on the roof", "My car is a blue Volvo", "I teach piano on Sundays")])
+    await memory.flush()
+    assert await memory.rebuild_vector_index() is True
+    hits = await memory.search(APP, USER, "what car do I drive?", top_k=1)
+    assert hits[0].entry.content.parts[0].text == "My car is a blue Volvo"
