@@ -229,15 +229,26 @@ def select_user_state(app: str, user: str) -> Select:
 
 
 def select_state_for_list(app: str, user: str | None, session_ids: Sequence[str] | None = None) -> Select:
-    """State rows needed to merge state into listed sessions (one query for the whole list)."""
+    """State rows needed to merge state into listed sessions (one query for the whole list).
+
+    For one user every branch is a primary-key prefix seek (app scope, the
+    user's scope, then the listed sessions' own rows), so a page of 50 reads
+    ~50 sessions' keys, not the user's whole history.
+    """
     cols = (ST.c.scope, ST.c.user_id, ST.c.session_id, ST.c.state_key, ST.c.value_json)
     stmt = select(*cols).where(ST.c.app_name == app)
-    if user is not None:
-        user_rows = ST.c.user_id == user
-        if session_ids is not None:
-            user_rows = and_(user_rows, or_(ST.c.scope == USER, ST.c.session_id.in_(list(session_ids) or [""])))
-        stmt = stmt.where(or_(ST.c.scope == APP, user_rows))
-    return stmt
+    if user is None:
+        return stmt
+    session_rows = and_(ST.c.scope == SESSION, ST.c.user_id == user)
+    if session_ids is not None:
+        session_rows = and_(session_rows, ST.c.session_id.in_(list(session_ids) or [""]))
+    return stmt.where(
+        or_(
+            and_(ST.c.scope == APP, ST.c.user_id == "", ST.c.session_id == ""),
+            and_(ST.c.scope == USER, ST.c.user_id == user, ST.c.session_id == ""),
+            session_rows,
+        )
+    )
 
 
 _UPSERT = mysql_insert(ST)
