@@ -23,6 +23,8 @@ Runs on a connection inside the caller's transaction; the SQL comes from
 
 from __future__ import annotations
 
+import asyncio
+
 import hashlib
 import json
 import logging
@@ -183,6 +185,51 @@ class _Node:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
+def _plan_merges(
+    nodes: dict[str, "_Node"], neighbours: list[Any], dialect: Any, threshold: float, min_overlap: float
+) -> tuple[list["_Node"], dict[str, str]]:
+    """Pure: which rows merge into which. Only pairs involving a new (batch) row are compared.
+
+    Similarities are computed batch x all (not all x all): stored rows were
+    consolidated when they arrived, so at 50k stored facts this is b*50k
+    products instead of a 50k x 50k matrix.
+    """
+    for r in neighbours:
+        if r.memory_id in nodes:
+            continue
+        vec = dialect.decode_vector(r.embedding)
+        if vec is None:
+            continue
+        nodes[r.memory_id] = _Node(
+            r.memory_id, r.created_at, vec.astype(np.float64), _loads(r.event_ids), _loads(r.topics),
+            float(r.importance_score), False, r.content,
+        )
+    ordered = sorted(nodes.values(), key=lambda n: (n.created_at, n.memory_id))
+    mat = np.stack([n.vec / (np.linalg.norm(n.vec) or 1.0) for n in ordered])
+    batch_idx = [i for i, n in enumerate(ordered) if n.in_batch]
+    row_of = {i: k for k, i in enumerate(batch_idx)}
+    sims = mat[batch_idx] @ mat.T  # (batch, all)
+    merges: dict[str, str] = {}
+    for i, node in enumerate(ordered):
+        if node.in_batch:
+            pairs = ((j, sims[row_of[i], j]) for j in range(i + 1, len(ordered)))
+        else:
+            pairs = ((j, sims[row_of[j], i]) for j in batch_idx if j > i)
+        best, best_sim = None, threshold
+        for j, sim in pairs:
+            if sim >= best_sim and word_overlap(node.content, ordered[j].content) >= min_overlap:
+                best, best_sim = ordered[j], sim
+        if best is None:
+            continue
+        node.target = best.memory_id
+        best.event_ids = _union(best.event_ids, node.event_ids)
+        best.topics = _union(best.topics, node.topics)
+        best.importance = max(best.importance, node.importance)
+        best.absorbed = True
+        merges[node.memory_id] = best.memory_id
+    return ordered, merges
+
+
 async def merge_near_duplicates(
     conn: AsyncConnection,
     dialect: EngineDialect,
@@ -215,36 +262,9 @@ async def merge_near_duplicates(
     else:
         stmt, params = q.near_duplicate_candidates(app_name, user_id, "", model, scan_limit)
         neighbours = list((await conn.execute(stmt, params)).all())
-    for r in neighbours:
-        if r.memory_id in nodes:
-            continue
-        vec = dialect.decode_vector(r.embedding)
-        if vec is None:
-            continue
-        nodes[r.memory_id] = _Node(
-            r.memory_id, r.created_at, vec.astype(np.float64), _loads(r.event_ids), _loads(r.topics),
-            float(r.importance_score), False, r.content,
-        )
-    ordered = sorted(nodes.values(), key=lambda n: (n.created_at, n.memory_id))
-    mat = np.stack([n.vec / (np.linalg.norm(n.vec) or 1.0) for n in ordered])
-    sims = mat @ mat.T
-    merges: dict[str, str] = {}
-    for i, node in enumerate(ordered):
-        # Only pairs involving a new row: stored rows were consolidated when they arrived.
-        best, best_sim = None, threshold
-        for j in range(i + 1, len(ordered)):
-            if not (node.in_batch or ordered[j].in_batch):
-                continue
-            if sims[i, j] >= best_sim and word_overlap(node.content, ordered[j].content) >= min_overlap:
-                best, best_sim = ordered[j], sims[i, j]
-        if best is None:
-            continue
-        node.target = best.memory_id
-        best.event_ids = _union(best.event_ids, node.event_ids)
-        best.topics = _union(best.topics, node.topics)
-        best.importance = max(best.importance, node.importance)
-        best.absorbed = True
-        merges[node.memory_id] = best.memory_id
+    # Decoding up to scan_limit stored vectors and the similarity maths are CPU
+    # work: off the event loop (the transaction stays open meanwhile, so keep it short).
+    ordered, merges = await asyncio.to_thread(_plan_merges, nodes, neighbours, dialect, threshold, min_overlap)
     for old, new in merges.items():
         stmt, params = q.supersede(app_name, user_id, [old], new, now)
         await conn.execute(stmt, params)
