@@ -100,6 +100,7 @@ class Database:
         self._started = False
         self._start_lock = asyncio.Lock()
         self._seekdb_dir: Path | None = None
+        self._settings_installed = False
 
     @property
     def engine(self) -> AsyncEngine:
@@ -137,10 +138,13 @@ class Database:
                     f"cannot connect to {self.config.redacted_url()}: {type(exc).__name__}"
                 ) from exc
             self._dialect = dialect_for(str(version))
-            self._install_session_settings()
-            # Connections opened before the listener existed (the version probe)
-            # are dropped so every pooled connection carries the same settings.
-            await self._engine.dispose(close=True)
+            if not self._settings_installed:
+                self._install_session_settings()
+                self._settings_installed = True
+                # Connections opened before the listener existed (the version probe,
+                # or a caller's pooled ones) are recycled so every connection
+                # carries the same settings (UTC above all).
+                await self._engine.dispose(close=True)
             self._started = True
             logger.debug("connected to %s (%s)", self.config.redacted_url(), version)
         return self
@@ -215,6 +219,7 @@ class Database:
         if self._owns_engine and self._engine is not None:
             await self._engine.dispose()
             self._engine = None
+            self._settings_installed = False  # the next start() builds a new engine
         if self._seekdb_dir is not None:
             await EmbeddedSeekdb.release(self._seekdb_dir)
             self._seekdb_dir = None

@@ -7,6 +7,7 @@ the source tree and ship inside the wheel as ``adk_oceanbase/_alembic``.
 
 from __future__ import annotations
 
+import functools
 import logging
 from pathlib import Path
 from typing import Any
@@ -46,8 +47,9 @@ def _alembic_config(db: Database, connection: Any | None = None) -> AlembicConfi
     return cfg
 
 
+@functools.cache
 def head_revision() -> str:
-    """The newest revision this package ships."""
+    """The newest revision this package ships (read from disk once per process)."""
     script = ScriptDirectory(str(script_location()))
     head = script.get_current_head()
     assert head is not None

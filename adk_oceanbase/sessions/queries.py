@@ -312,7 +312,3 @@ def delete_session_state(app: str, user: str, sid: str) -> Delete:
 
 def delete_session(app: str, user: str, sid: str) -> Delete:
     return delete(S).where(_session_key(app, user, sid))
-
-
-def count_events(app: str, user: str, sid: str) -> Select:
-    return select(func.count()).select_from(E).where(_event_key(app, user, sid))

@@ -9,6 +9,7 @@ commit together or not at all, and a writer holding an older copy gets
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -224,20 +225,20 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             head = (await conn.execute(q.SELECT_SESSION, key)).first()
             if head is None:
                 return None
-            events: list[Event] = []
             if num != 0 and include_compacted:
                 stmt = q.select_events(app, user, sid, num_recent=num, after_ts=after)
                 rows = (await conn.execute(stmt)).all()
                 if num is not None:
                     rows.reverse()
-                events = [codec.decode_event(r.event_json) for r in rows]
             elif num != 0:
                 floor = None
                 if num is not None:
                     floor = (await conn.execute(q.window_start_seq(app, user, sid, num_recent=num, after_ts=after))).scalar()
                 rows = (await conn.execute(q.select_live_events(app, user, sid, after_ts=after, min_seq=floor))).all()
-                events = [codec.decode_event(r.event_json) for r in rows]
+            else:
+                rows = []
             state_rows = (await conn.execute(q.SELECT_STATE_ROWS, key)).all()
+        events = await _decode_events([r.event_json for r in rows])
         session = Session(
             id=sid,
             app_name=app,
@@ -471,6 +472,20 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             "compacted_by": None,
             "event_json": payload,
         }
+
+
+_DECODE_INLINE = 64
+
+
+async def _decode_events(payloads: list[str]) -> list[Event]:
+    """Parses stored events; big loads go to a worker thread so the event loop stays responsive.
+
+    Pydantic validation of ~5,000 events takes hundreds of milliseconds: on the
+    loop that would stall every other request of the process.
+    """
+    if len(payloads) <= _DECODE_INLINE:
+        return [codec.decode_event(p) for p in payloads]
+    return await asyncio.to_thread(lambda: [codec.decode_event(p) for p in payloads])
 
 
 def _encode_cursor(key: tuple[float, str, str]) -> str:
