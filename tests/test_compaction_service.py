@@ -146,10 +146,13 @@ async def test_background_compactor_runs_off_the_request_path(database):
     bg.schedule(app_name=APP, user_id="u", session_id=a.id)
     bg.schedule(app_name=APP, user_id="u", session_id=a.id)  # deduplicated while queued
     bg.schedule(app_name=APP, user_id="u", session_id=b.id)
-    await bg.close()
+    await bg.drain()  # waits for the queue without stopping the worker
     assert [r.compacted for r in bg.results] == [True, False]
     _, live = await loads(svc, a.id)
     assert len(live) == 11
+    bg.schedule(app_name=APP, user_id="u", session_id=a.id)  # still accepting work after drain()
+    await bg.close()
+    assert [r.compacted for r in bg.results] == [True, False, False]
 
 
 async def test_default_overlap_keeps_the_last_compacted_invocation_loaded(database):

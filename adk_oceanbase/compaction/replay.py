@@ -14,6 +14,7 @@ timestamps (the only clock ADK has).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from dataclasses import dataclass
 from datetime import timezone
@@ -100,6 +101,13 @@ async def replay_state(
     else:
         until = at_time if at_time is not None else pos.ts
 
+    # Parsing every delta of the app is CPU work: off the event loop.
+    state = await asyncio.to_thread(_fold, deltas, initials, user, sid, seq, until)
+    return ReplayedState(state, seq, pos.event_id if pos is not None else None, pos.ts if pos is not None else at_time)
+
+
+def _fold(deltas: list, initials: list, user: str, sid: str, seq: int, until: float) -> dict[str, Any]:
+    """Applies the log in time order; session keys first in the result, like ADK's merged view."""
     state: dict[str, Any] = {}
     for w in _writes(deltas, initials):
         mine = w.user_id == user and w.session_id == sid
@@ -111,7 +119,7 @@ async def replay_state(
                 state[key] = value
     ordered = {k: v for k, v in state.items() if _scope(k) == "session"}
     ordered.update({k: v for k, v in state.items() if _scope(k) != "session"})
-    return ReplayedState(ordered, seq, pos.event_id if pos is not None else None, pos.ts if pos is not None else at_time)
+    return ordered
 
 
 def _writes(deltas: list, initials: list) -> Iterator[_Write]:
