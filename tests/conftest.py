@@ -23,7 +23,7 @@ import pytest_asyncio
 
 from adk_oceanbase.config import Config
 from adk_oceanbase.engine import Database
-from adk_oceanbase import migrations
+from adk_oceanbase import upgrade
 
 OUR_TABLES = ("session_events", "session_state", "agent_sessions", "agent_memories")
 
@@ -122,9 +122,7 @@ async def migrated_url(seekdb_server: SeekdbServer) -> AsyncIterator[str]:
     """A database migrated to head once per session (migrating costs ~2 s; tests share it)."""
     name = unique_db_name("shared")
     url = seekdb_server.url_for(name)
-    db = Database(Config.from_url(url))
-    await migrations.upgrade(db)
-    await db.close()
+    await upgrade(url)
     yield url
     with seekdb_server.connect() as conn:
         conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
@@ -209,9 +207,7 @@ def mariadb_server() -> Iterator[MariaDBServer]:
 @pytest_asyncio.fixture(scope="session")
 async def mariadb_migrated_url(mariadb_server: MariaDBServer) -> AsyncIterator[str]:
     url = mariadb_server.url_for(unique_db_name("mdb"))
-    db = Database(Config.from_url(url))
-    await migrations.upgrade(db)
-    await db.close()
+    await upgrade(url)
     yield url
 
 
