@@ -19,6 +19,7 @@ from . import migrations
 from .config import Config
 from .engine import Database
 from .errors import ConfigurationError, SchemaMissingError, translate_db_error
+from .rawtx import RawTransaction, raw_transaction
 
 __all__ = ["DatabaseService"]
 
@@ -93,6 +94,13 @@ class DatabaseService:
             if mapped is exc:
                 raise
             raise mapped from exc
+
+    @asynccontextmanager
+    async def _raw_tx(self) -> AsyncIterator[RawTransaction]:
+        """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`)."""
+        engine = await self._engine()
+        async with raw_transaction(engine) as tx:
+            yield tx
 
     async def _release(self) -> None:
         """Releases the engine and embedded seekdb if this service created them."""

@@ -3,11 +3,11 @@
 Every statement filters on ``app_name`` and ``user_id`` first, the leading
 columns of every key, so each is a prefix seek.
 
-The per-request statements (``INSERT_SESSION``, ``SELECT_SESSION``,
-``BUMP_SESSION_CAS``, ``INSERT_EVENT``, ``SELECT_STATE_ROWS``) are built once
-with bind parameters: building a Core statement per call cost ~0.5 ms of a
-1.7 ms UPDATE+INSERT+COMMIT on seekdb (1.2 ms prebuilt, measured in one run).
-Their parameters are ``app``, ``user``, ``sid`` plus those named below.
+Three kinds: the ``RAW_*`` texts run on the driver connection by
+``append_event`` and ``create_session`` (see :mod:`adk_oceanbase.rawtx`);
+``SELECT_SESSION`` / ``SELECT_STATE_ROWS``, Core statements built once with
+bind parameters (``app``, ``user``, ``sid``) for ``get_session``; builders for
+the rest.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from sqlalchemy import Delete, Select, Update, and_, bindparam, delete, func, literal, or_, select, tuple_, update
-from sqlalchemy.dialects.mysql import insert as mysql_insert
 
 from ..schema import agent_sessions as S
 from ..schema import session_events as E
@@ -23,13 +22,13 @@ from ..schema import session_state as ST
 from .codec import APP, SESSION, USER
 
 __all__ = [
-    "BUMP_SESSION",
-    "BUMP_SESSION_CAS",
-    "INSERT_EVENT",
-    "INSERT_SESSION",
+    "RAW_BUMP_SESSION_CAS",
+    "RAW_INSERT_EVENT",
+    "RAW_INSERT_SESSION",
+    "RAW_SELECT_STATE_ROWS",
+    "RAW_UPSERT_STATE",
     "SELECT_SESSION",
     "SELECT_STATE_ROWS",
-    "bump_params",
     "delete_events",
     "delete_session",
     "delete_session_state",
@@ -49,7 +48,6 @@ __all__ = [
     "select_state_for_list",
     "select_state_rows",
     "select_user_state",
-    "UPSERT_STATE",
 ]
 
 
@@ -63,37 +61,64 @@ def _event_key(app: str, user: str, sid: str) -> Any:
 
 _KEY_BP = and_(S.c.app_name == bindparam("app"), S.c.user_id == bindparam("user"), S.c.session_id == bindparam("sid"))
 
-INSERT_SESSION = S.insert()
-"""Executed with one dict of all ``agent_sessions`` columns."""
-
 SELECT_SESSION = select(S.c.last_seq, S.c.last_update_time).where(_KEY_BP)
 
-BUMP_SESSION = (
-    update(S)
-    .where(_KEY_BP)
-    .values(
-        last_seq=S.c.last_seq + 1,
-        event_count=S.c.event_count + 1,
-        total_tokens=S.c.total_tokens + bindparam("tokens"),
-        last_update_time=bindparam("ts"),
-        updated_at=bindparam("when"),
-    )
-)
-"""Advances ``last_seq`` by one (marker-less appends, under ``lock_session``)."""
 
-BUMP_SESSION_CAS = BUMP_SESSION.where(S.c.last_seq == bindparam("expected_seq"))
+# --------------------------------------------------------------------------- driver-level SQL
+# The append and create paths run these as plain text on the driver connection
+# (see adk_oceanbase.rawtx for why). Parameters are %(name)s, escaped by the
+# driver; the column lists are those of adk_oceanbase.schema, and the session
+# tests exercise every one of them against both engines.
+
+RAW_INSERT_SESSION = """
+INSERT INTO agent_sessions
+    (app_name, user_id, session_id, last_seq, event_count, total_tokens,
+     last_update_time, created_at, updated_at, initial_state)
+VALUES
+    (%(app)s, %(user)s, %(sid)s, 0, 0, 0, %(ts)s, %(when)s, %(when)s, %(initial_state)s)
+"""
+
+RAW_BUMP_SESSION_CAS = """
+UPDATE agent_sessions
+   SET last_seq = last_seq + 1,
+       event_count = event_count + 1,
+       total_tokens = total_tokens + %(tokens)s,
+       last_update_time = %(ts)s,
+       updated_at = %(when)s
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+   AND last_seq = %(expected_seq)s
+"""
 """The compare-and-set append: 0 rows updated means stale (or gone)."""
 
-INSERT_EVENT = E.insert()
-"""Executed with one dict of all ``session_events`` columns."""
+RAW_INSERT_EVENT = """
+INSERT INTO session_events
+    (app_name, user_id, session_id, seq, event_id, invocation_id, author, branch,
+     event_type, ts, event_time, token_count, is_final, compacted_by, event_json)
+VALUES
+    (%(app)s, %(user)s, %(sid)s, %(seq)s, %(event_id)s, %(invocation_id)s, %(author)s, %(branch)s,
+     %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s)
+"""
 
+RAW_UPSERT_STATE = """
+INSERT INTO session_state (app_name, scope, user_id, session_id, state_key, value_json, updated_at)
+VALUES (%(app_name)s, %(scope)s, %(user_id)s, %(session_id)s, %(state_key)s, %(value_json)s, %(updated_at)s)
+ON DUPLICATE KEY UPDATE value_json = VALUES(value_json), updated_at = VALUES(updated_at)
+"""
+"""``dict.update`` semantics: new keys inserted, existing ones overwritten.
 
-def bump_params(app: str, user: str, sid: str, *, ts: float, when: Any, tokens: int, expected_seq: int | None = None) -> dict:
-    """Parameters for ``BUMP_SESSION`` / ``BUMP_SESSION_CAS``."""
-    params = {"app": app, "user": user, "sid": sid, "ts": ts, "when": when, "tokens": tokens}
-    if expected_seq is not None:
-        params["expected_seq"] = expected_seq
-    return params
+Run with ``executemany``: the driver sends all rows as one multi-row
+statement (its batching needs every VALUES item to be a parameter).
+"""
+
+RAW_SELECT_STATE_ROWS = """
+SELECT scope, state_key, value_json
+  FROM session_state
+ WHERE app_name = %(app)s
+   AND (   (scope = 'app'     AND user_id = ''        AND session_id = '')
+        OR (scope = 'user'    AND user_id = %(user)s  AND session_id = '')
+        OR (scope = 'session' AND user_id = %(user)s  AND session_id = %(sid)s))
+"""
+"""App, user and session state rows of one session: three primary-key range seeks."""
 
 
 def select_session(app: str, user: str, sid: str) -> Select:
@@ -249,16 +274,6 @@ def select_state_for_list(app: str, user: str | None, session_ids: Sequence[str]
             session_rows,
         )
     )
-
-
-_UPSERT = mysql_insert(ST)
-UPSERT_STATE = _UPSERT.on_duplicate_key_update(value_json=_UPSERT.inserted.value_json, updated_at=_UPSERT.inserted.updated_at)
-"""``dict.update`` semantics: new keys inserted, existing ones overwritten.
-
-Executed with a list of row dicts; the driver's executemany sends them as one
-multi-row ``INSERT ... ON DUPLICATE KEY UPDATE`` (one round trip, no per-call
-compile: ~0.5 ms less per create_session with state than building VALUES).
-"""
 
 
 _LIST_COLS = (S.c.user_id, S.c.session_id, S.c.last_update_time, S.c.last_seq)

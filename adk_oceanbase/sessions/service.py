@@ -21,10 +21,11 @@ from typing import Any, Optional
 from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
-from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+import pymysql
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .._lifecycle import DatabaseService
+from ..rawtx import COMMIT, RawTransaction
 from ..config import Config
 from ..engine import Database
 from ..errors import (
@@ -171,24 +172,23 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         now = time.time()
         when = codec.to_datetime(now)
         row = {
-            "app_name": app,
-            "user_id": user,
-            "session_id": sid,
-            "last_seq": 0,
-            "event_count": 0,
-            "total_tokens": 0,
-            "last_update_time": now,
-            "created_at": when,
-            "updated_at": when,
+            "app": app,
+            "user": user,
+            "sid": sid,
+            "ts": now,
+            "when": when,
             "initial_state": codec.state_document(encoded),
         }
         try:
-            async with self._tx() as conn:
-                await conn.execute(q.INSERT_SESSION, row)
-                if encoded:
-                    await conn.execute(q.UPSERT_STATE, self._state_rows(app, user, sid, encoded, when))
-                state_rows = (await conn.execute(q.SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid})).all()
-        except IntegrityError as exc:
+            # One round trip: the session row, its state, the merged state read back, COMMIT.
+            # A duplicate id fails the first statement; the server runs none after it.
+            statements = [(q.RAW_INSERT_SESSION, row)]
+            if encoded:
+                statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded, when)))
+            statements += [(q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}), (COMMIT, None)]
+            async with self._raw_tx() as tx:
+                state_rows = (await tx.batch(statements))[-2][1]
+        except pymysql.err.IntegrityError as exc:
             if is_duplicate_key(exc):
                 raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
             raise
@@ -358,31 +358,34 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         marker = session._storage_update_marker
         expected = int(marker[len(_MARKER):]) if marker and marker.startswith(_MARKER) else None
 
-        async with self._tx() as conn:
+        params = {"app": app, "user": user, "sid": sid, "ts": event.timestamp, "when": when, "tokens": tokens}
+        async with self._raw_tx() as tx:
             if expected is None:
-                seq = await self._check_markerless(conn, app, user, sid, session)
-                await conn.execute(q.BUMP_SESSION, q.bump_params(app, user, sid, ts=event.timestamp, when=when, tokens=tokens))
+                seq = await self._check_markerless(tx, app, user, sid, session)
             else:
-                res = await conn.execute(
-                    q.BUMP_SESSION_CAS,
-                    q.bump_params(app, user, sid, ts=event.timestamp, when=when, tokens=tokens, expected_seq=expected),
-                )
-                if res.rowcount != 1:
-                    if await self._already_stored(conn, app, user, sid, event.id):
-                        return event
-                    raise StaleSessionConflictError(_STALE)
                 seq = expected
+            # Compare-and-set, event row, state: one round trip, then COMMIT once
+            # the CAS is known to have matched (a failed CAS may still have
+            # inserted the row if the session is gone: rolled back below).
+            statements = [
+                (q.RAW_BUMP_SESSION_CAS, {**params, "expected_seq": seq}),
+                (q.RAW_INSERT_EVENT, self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when)),
+            ]
+            if encoded_state:
+                statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded_state, when)))
             try:
-                await conn.execute(q.INSERT_EVENT, self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when))
-            except IntegrityError as exc:
+                matched = (await tx.batch(statements))[0][0] == 1
+            except pymysql.err.IntegrityError as exc:
                 if not is_duplicate_key(exc):
                     raise
-                # Same event id delivered twice: the first copy stands (rolled back here).
-                await conn.rollback()
-                return event
-            if encoded_state:
-                await conn.execute(q.UPSERT_STATE, self._state_rows(app, user, sid, encoded_state, when))
-            await self._archive_for(conn, app, user, sid, seq + 1, stored_event, payload)
+                # seq taken (a concurrent writer) or event id taken (a redelivery).
+                matched = False
+            if not matched:
+                await tx.rollback()
+                if await self._already_stored(tx, app, user, sid, event.id):
+                    return event  # same event delivered twice: the first copy stands
+                raise StaleSessionConflictError(_STALE)
+            await self._archive_for(tx, app, user, sid, seq + 1, stored_event, payload)
 
         # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
         self._apply_temp_state(session, event)
@@ -393,7 +396,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return event
 
     async def _archive_for(
-        self, conn: AsyncConnection, app: str, user: str, sid: str, seq: int, event: Event, payload: str
+        self, tx: RawTransaction, app: str, user: str, sid: str, seq: int, event: Event, payload: str
     ) -> None:
         """Compaction bookkeeping inside the append transaction (no-op for ordinary events).
 
@@ -405,17 +408,18 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         if actions is None:
             return
         if actions.rewind_before_invocation_id:
-            first = (await conn.execute(q.first_seq_of_invocation(app, user, sid, actions.rewind_before_invocation_id))).scalar()
+            _, found = await tx.run(q.first_seq_of_invocation(app, user, sid, actions.rewind_before_invocation_id))
+            first = found[0][0] if found else None
             if first is not None:
-                await conn.execute(q.unarchive_from(app, user, sid, min_seq=first))
+                await tx.run(q.unarchive_from(app, user, sid, min_seq=first))
         if actions.compaction is None:
             return
-        rows = (await conn.execute(q.select_unarchived_rows(app, user, sid, below_seq=seq))).all()
-        stored = [coverage.StoredRow(r.seq, json.loads(r.event_json)) for r in rows]
+        _, rows = await tx.run(q.select_unarchived_rows(app, user, sid, below_seq=seq))
+        stored = [coverage.StoredRow(row_seq, json.loads(event_json)) for row_seq, event_json in rows]
         seqs = coverage.rows_to_archive(stored, compaction=json.loads(payload), overlap=self._overlap)
         ranges = coverage.seq_ranges(seqs)
         for i in range(0, len(ranges), 200):
-            await conn.execute(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
+            await tx.run(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
 
@@ -435,30 +439,32 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             summarizer=summarizer or self._compaction_summarizer,
         )
 
-    async def _already_stored(self, conn: AsyncConnection, app: str, user: str, sid: str, event_id: str) -> bool:
-        head = (await conn.execute(q.select_session(app, user, sid))).first()
-        if head is None:
+    async def _already_stored(self, tx: RawTransaction, app: str, user: str, sid: str, event_id: str) -> bool:
+        _, head = await tx.run(q.select_session(app, user, sid))
+        if not head:
             raise SessionMissingError(f"Session {sid} not found.")
-        return (await conn.execute(q.event_exists(app, user, sid, event_id))).first() is not None
+        _, found = await tx.run(q.event_exists(app, user, sid, event_id))
+        return bool(found)
 
-    async def _check_markerless(self, conn: AsyncConnection, app: str, user: str, sid: str, session: Session) -> int:
+    async def _check_markerless(self, tx: RawTransaction, app: str, user: str, sid: str, session: Session) -> int:
         """Stale check for sessions we did not load (built by hand or by another service)."""
-        head = (await conn.execute(q.lock_session(app, user, sid))).first()
-        if head is None:
+        _, head = await tx.run(q.lock_session(app, user, sid))
+        if not head:
             raise SessionMissingError(f"Session {sid} not found.")
-        if head.last_update_time > session.last_update_time:
-            latest = (await conn.execute(q.latest_event_id(app, user, sid))).scalar()
+        last_seq, last_update_time = head[0]
+        if last_update_time > session.last_update_time:
+            _, latest = await tx.run(q.latest_event_id(app, user, sid))
             mine = session.events[-1].id if session.events else None
-            if latest != mine:
+            if (latest[0][0] if latest else None) != mine:
                 raise StaleSessionConflictError(_STALE)
-        return head.last_seq
+        return last_seq
 
     @staticmethod
     def _event_row(app: str, user: str, sid: str, seq: int, event: Event, payload: str, tokens: int, when: Any) -> dict:
         return {
-            "app_name": app,
-            "user_id": user,
-            "session_id": sid,
+            "app": app,
+            "user": user,
+            "sid": sid,
             "seq": seq,
             "event_id": event.id,
             "invocation_id": event.invocation_id or None,
@@ -469,7 +475,6 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             "event_time": when,
             "token_count": tokens,
             "is_final": 1 if event.is_final_response() else 0,
-            "compacted_by": None,
             "event_json": payload,
         }
 

@@ -1,0 +1,168 @@
+"""Driver-level transactions for the two hottest calls: ``append_event`` and ``create_session``.
+
+An append is a session UPDATE, an event INSERT, maybe a state upsert, and a
+COMMIT; seekdb answers them in about a millisecond together.  Through
+SQLAlchemy's async Core the same statements took ~2.8 ms, the difference being
+statement compilation, result wrapping and a greenlet hop per call; and each
+statement sent on its own costs a network round trip (~0.3 ms on loopback).
+So these paths send plain SQL text (the ``RAW_*`` constants in
+``sessions/queries.py``, ``%(name)s`` parameters escaped by the driver) on the
+aiomysql connection underneath a pooled SQLAlchemy connection, and, when the
+connection allows multi-statements (our engines always do), several
+statements in one packet with :meth:`RawTransaction.batch`.
+
+The connection still comes from, and goes back to, the engine's one pool, so
+pool size, per-connection settings (UTC, timeouts) and disposal stay in one
+place.  Everything else keeps using SQLAlchemy Core: the saving only matters
+where a call is a handful of milliseconds and runs once per event.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Mapping, Sequence
+
+import pymysql
+from aiomysql.cursors import RE_INSERT_VALUES
+from pymysql.constants import CLIENT
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.sql.base import Executable
+
+from .errors import translate_db_error
+
+__all__ = ["COMMIT", "RawTransaction", "Result", "raw_transaction"]
+
+COMMIT = "COMMIT"
+"""Ends a :meth:`RawTransaction.batch`: the batch then commits in the same round trip."""
+
+Result = tuple[int, list[tuple[Any, ...]]]
+"""``(affected or selected row count, rows)`` of one statement."""
+
+
+class RawTransaction:
+    """One open transaction on a driver connection; see :func:`raw_transaction`."""
+
+    __slots__ = ("_cursor", "_dialect", "_multi", "finished")
+
+    def __init__(self, cursor: Any, dialect: Any):
+        self._cursor = cursor
+        self._dialect = dialect
+        self._multi = bool(cursor.connection.client_flag & CLIENT.MULTI_STATEMENTS)
+        self.finished = False
+        """True once the transaction was committed or rolled back explicitly."""
+
+    async def batch(self, statements: Sequence[tuple[str, Any]]) -> list[Result]:
+        """Runs ``statements`` in order, in one round trip when the connection allows it.
+
+        Each item is ``(sql, params)``: ``params`` a mapping, or a list of
+        mappings for a multi-row ``INSERT ... VALUES`` (sent as one statement,
+        like ``executemany``).  ``(COMMIT, None)`` as the last item commits in
+        the same round trip.  The server stops at the first failing statement
+        and the error is raised here; the statements before it stay part of
+        the open transaction, which the context manager then rolls back.
+        """
+        texts = [self._render(sql, params) for sql, params in statements]
+        commits = bool(statements) and statements[-1][0] == COMMIT
+        if not self._multi:
+            results = []
+            for text in texts:
+                results.append(await self._run_text(text))
+        else:
+            results = [await self._run_text(";\n".join(texts))]
+            while await self._cursor.nextset():
+                results.append(await self._collect())
+        if commits:
+            self.finished = True
+        return results
+
+    async def run(self, stmt: Executable) -> Result:
+        """A SQLAlchemy Core statement, compiled for the driver.
+
+        For the rare branches inside a hot transaction (stale-copy checks,
+        compaction bookkeeping) whose SQL is built from arguments.
+        """
+        compiled = stmt.compile(dialect=self._dialect, compile_kwargs={"render_postcompile": True})
+        params = compiled.params
+        args = tuple(params[name] for name in compiled.positiontup or ())
+        await self._cursor.execute(str(compiled), args)
+        return await self._collect()
+
+    async def rollback(self) -> None:
+        """Discards the writes so far; statements after it start afresh (and commit at the end)."""
+        await self._cursor.connection.rollback()
+
+    # ------------------------------------------------------------------ internals
+    def _render(self, sql: str, params: Any) -> str:
+        if params is None:
+            return sql
+        if isinstance(params, Mapping):
+            return self._cursor.mogrify(sql, params)
+        match = RE_INSERT_VALUES.match(sql)
+        if match is None or not params:
+            raise ValueError("a list of rows needs a non-empty multi-row 'INSERT ... VALUES (...)' statement")
+        prefix, values, suffix = match.group(1), match.group(2).rstrip(), match.group(3)
+        return prefix + ",".join(self._cursor.mogrify(values, row) for row in params) + suffix
+
+    async def _run_text(self, text: str) -> Result:
+        await self._cursor.execute(text)
+        return await self._collect()
+
+    async def _collect(self) -> Result:
+        cur = self._cursor
+        rows = list(await cur.fetchall()) if cur.description else []
+        return cur.rowcount, rows
+
+
+@asynccontextmanager
+async def raw_transaction(engine: AsyncEngine) -> AsyncIterator[RawTransaction]:
+    """A transaction on a pooled connection: committed on success, rolled back on any error.
+
+    Server errors come out as our typed errors (by error number, like
+    ``DatabaseService._tx``).  A connection whose conversation with the server
+    may be out of step (cancelled mid-statement, network error, failed
+    rollback) is invalidated instead of being returned to the pool.
+    """
+    async with engine.connect() as sa_conn:
+        pooled = await sa_conn.get_raw_connection()
+        driver = pooled.driver_connection
+        cursor = await driver.cursor()
+        tx = RawTransaction(cursor, engine.dialect)
+        try:
+            yield tx
+            if not tx.finished:
+                await driver.commit()
+        except BaseException as exc:
+            if not await _rolled_back(driver, exc):
+                await sa_conn.invalidate()
+            if isinstance(exc, pymysql.err.MySQLError):
+                mapped = translate_db_error(exc)
+                if mapped is not exc:
+                    raise mapped from exc
+            raise
+        finally:
+            await cursor.close()
+
+
+async def _rolled_back(driver: Any, exc: BaseException) -> bool:
+    """Rolls back after ``exc`` when the connection can still be trusted; False means discard it."""
+    if _connection_suspect(exc):
+        return False
+    try:
+        await driver.rollback()
+    except Exception:  # noqa: BLE001 - any failure here means the connection is unusable
+        return False
+    return True
+
+
+def _connection_suspect(exc: BaseException) -> bool:
+    """True when a reply may be left unread: cancellation, socket or client-side driver errors.
+
+    Server errors (numbers below 2000) and our own checks between statements
+    leave the protocol in step; client errors (2000 and up, e.g. 2013 lost
+    connection), ``OSError`` and anything that is not an ``Exception``
+    (``CancelledError``) may not.
+    """
+    if isinstance(exc, pymysql.err.MySQLError):
+        args = getattr(exc, "args", ())
+        return not (args and isinstance(args[0], int) and args[0] < 2000)
+    return isinstance(exc, OSError) or not isinstance(exc, Exception)

@@ -1,0 +1,140 @@
+"""The driver-level append/create path (adk_oceanbase.rawtx): batches, their failure modes, the pool afterwards.
+
+``append_event`` sends the compare-and-set, the event row and the state upsert
+in one packet and commits only once the compare-and-set matched, so every way
+the batch can fail must leave nothing behind and a healthy pooled connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+import pytest
+from google.adk.errors import StaleSessionError
+from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
+from google.genai import types
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import create_async_engine
+
+from adk_oceanbase import Config, OceanBaseSessionService
+from adk_oceanbase.rawtx import _connection_suspect
+
+
+def ev(text_: str, **delta) -> Event:
+    return Event(
+        author="user",
+        invocation_id="inv",
+        content=types.Content(role="user", parts=[types.Part(text=text_)]),
+        actions=EventActions(state_delta=delta),
+    )
+
+
+async def _counts(svc: OceanBaseSessionService, sid: str) -> tuple[int, int, int]:
+    """(stored event rows, last_seq, event_count) of one session, read straight from the tables."""
+    engine = await svc._engine()
+    async with engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT COUNT(*) FROM session_events WHERE session_id = :s"), {"s": sid})).scalar()
+        head = (
+            await conn.execute(text("SELECT last_seq, event_count FROM agent_sessions WHERE session_id = :s"), {"s": sid})
+        ).first()
+    return rows, *(head or (0, 0))
+
+
+async def test_append_to_a_session_deleted_after_loading_leaves_no_orphan_rows(database):
+    svc = OceanBaseSessionService(database=database)
+    s = await svc.create_session(app_name="hp", user_id="u")
+    await svc.append_event(s, ev("first"))
+    await svc.delete_session(app_name="hp", user_id="u", session_id=s.id)
+    # The batch's INSERT goes in before the failed compare-and-set is seen: it must be rolled back.
+    with pytest.raises(SessionNotFoundError):
+        await svc.append_event(s, ev("after delete", **{"k": 1, "user:x": 2}))
+    assert await _counts(svc, s.id) == (0, 0, 0)
+    assert await svc.get_user_state(app_name="hp", user_id="u") == {}
+
+
+async def test_a_failed_batch_leaves_the_pooled_connection_usable(migrated_url):
+    """One pooled connection: a stale append, a redelivered event and a duplicate create in a row."""
+    svc = OceanBaseSessionService(config=Config.from_url(migrated_url, pool_size=1, max_overflow=0))
+    try:
+        s = await svc.create_session(app_name="hp1", user_id="u")
+        stale = await svc.get_session(app_name="hp1", user_id="u", session_id=s.id)
+        e = ev("one", k=1)
+        await svc.append_event(s, e)
+        with pytest.raises(StaleSessionError):
+            await svc.append_event(stale, ev("stale", k=2))
+        await svc.append_event(s, e)  # redelivery: duplicate event id inside the batch
+        with pytest.raises(Exception) as info:
+            await svc.create_session(app_name="hp1", user_id="u", session_id=s.id, state={"user:y": 1})
+        assert "already exists" in str(info.value)
+        await svc.append_event(s, ev("two", k=3))
+        got = await svc.get_session(app_name="hp1", user_id="u", session_id=s.id)
+        assert [x.content.parts[0].text for x in got.events] == ["one", "two"]
+        assert got.state == {"k": 3}
+        assert await svc.get_user_state(app_name="hp1", user_id="u") == {}  # the failed create wrote nothing
+        assert await _counts(svc, s.id) == (2, 2, 2)
+    finally:
+        await svc.close()
+
+
+async def test_engine_without_multi_statements_runs_the_batch_statement_by_statement(seekdb_server, migrated_url):
+    name = migrated_url.rsplit("/", 1)[1]
+    engine = create_async_engine(f"mysql+aiomysql://root@127.0.0.1:{seekdb_server.port}/{name}")
+    svc = OceanBaseSessionService(engine=engine)
+    try:
+        s = await svc.create_session(app_name="hp2", user_id="u", state={"user:lang": "en", "a": 1})
+        assert s.state == {"user:lang": "en", "a": 1}
+        stale = await svc.get_session(app_name="hp2", user_id="u", session_id=s.id)
+        e = ev("x", **{"user:lang": "zh"})
+        await svc.append_event(s, e)
+        await svc.append_event(s, e)
+        with pytest.raises(StaleSessionError):
+            await svc.append_event(stale, ev("stale"))
+        got = await svc.get_session(app_name="hp2", user_id="u", session_id=s.id)
+        assert len(got.events) == 1 and got.state["user:lang"] == "zh"
+    finally:
+        await svc.close()
+        await svc.database.close()
+        await engine.dispose()
+
+
+async def test_cancelled_appends_never_half_write_and_never_poison_the_pool(migrated_url):
+    """Appends cancelled at random points: each lands whole or not at all, and the pool stays healthy."""
+    svc = OceanBaseSessionService(config=Config.from_url(migrated_url, pool_size=2, max_overflow=0))
+    rng = random.Random(7)
+    try:
+        s = await svc.create_session(app_name="hp3", user_id="u")
+        for i in range(60):
+            session = await svc.get_session(app_name="hp3", user_id="u", session_id=s.id)
+            task = asyncio.create_task(svc.append_event(session, ev(f"e{i}", n=i)))
+            await asyncio.sleep(rng.uniform(0, 0.003))
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        rows, last_seq, event_count = await _counts(svc, s.id)
+        assert rows == last_seq == event_count
+        got = await svc.get_session(app_name="hp3", user_id="u", session_id=s.id)
+        assert [x.content.parts[0].text for x in got.events] == sorted(
+            (x.content.parts[0].text for x in got.events), key=lambda t: int(t[1:])
+        )
+        if got.events:  # the state is the last landed event's
+            assert got.state["n"] == int(got.events[-1].content.parts[0].text[1:])
+        await svc.append_event(got, ev("after", n=-1))  # connections in the pool still work
+        assert (await _counts(svc, s.id))[0] == rows + 1
+    finally:
+        await svc.close()
+
+
+def test_only_errors_that_can_leave_a_reply_unread_discard_the_connection():
+    import pymysql
+
+    assert not _connection_suspect(pymysql.err.IntegrityError(1062, "Duplicate entry"))
+    assert not _connection_suspect(StaleSessionError("stale"))
+    assert _connection_suspect(pymysql.err.OperationalError(2013, "Lost connection"))
+    assert _connection_suspect(pymysql.err.InterfaceError("closed"))
+    assert _connection_suspect(asyncio.CancelledError())
+    assert _connection_suspect(ConnectionResetError())
