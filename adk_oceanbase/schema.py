@@ -176,11 +176,15 @@ agent_memories = Table(
     Column("extractor", String(64), nullable=True),  # e.g. 'turn:v1', 'llm:v1', 'manual'
     Column("superseded_by", String(64, **_KEY), nullable=True),
     # What the full-text index covers: the embedded layout "8 May 2023, Caroline: <content>"
-    # (extraction.embedding_text), so both retrieval halves see date and speaker (migration 0005).
+    # (extraction.embedding_text), so both retrieval halves see date and speaker (migration 0005),
+    # stemmed by memory.lexical.stem_text like the query (migration 0006).
     Column("search_text", LONGTEXT, nullable=True),
+    # A turn's position in its session (the event's seq): neighbours for the context signal (0006).
+    Column("turn_pos", BigInteger, nullable=True),
     PrimaryKeyConstraint("memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
     Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),
     Index("ix_memories_embed_status", "embed_status", "updated_at"),
+    Index("ix_memories_session_pos", "app_name", "user_id", "session_id", "turn_pos"),
     **_TABLE_OPTS,
 )

@@ -27,27 +27,27 @@ from benchmarks._report import format_table
 
 GRID = {
     # (semantic, fulltext)
-    "sem_ft": [(0.7, 0.3), (0.6, 0.4)],
-    "recency": [0.0, 0.1, 0.2, 0.3],
-    "half_life_days": [90.0, 180.0, 365.0],
-    "frequency": [0.05, 0.3],
+    "sem_ft": [(0.6, 0.4), (0.5, 0.5)],
+    "context": [0.6],
+    "window": [2],
+    "recency": [0.2, 0.3, 0.4],
+    "half_life_days": [90.0, 365.0],
+    "frequency": [0.3],
     "pool": [200],
 }
-# Absolute-age recency (recency_reference="now", the pre-0005 behaviour) for comparison only.
-NOW_REFERENCE = {"sem_ft": (0.6, 0.4), "recency": [0.2], "half_life_days": 180.0, "frequency": 0.3}
+"""The grid of the last tuning run. Earlier runs (recency 0-0.3 x half-life 90-365 days x
+frequency 0.05/0.3, absolute-age recency) settled recency 0.2 @ 365 days and frequency 0.3;
+a second one the context signal (weight 0-0.7 x window 2-3: 0.5-0.7 and 2 best); this one
+re-tunes recency against it (benchmarks/README.md has the tables)."""
 
 
 def combos() -> list[dict[str, float]]:
     out = []
-    for (sem, ft), rec, hl, freq, pool in itertools.product(*GRID.values()):
-        if rec == 0.0 and hl != GRID["half_life_days"][0]:
-            continue  # half-life is irrelevant without recency
-        out.append({"semantic": sem, "fulltext": ft, "recency": rec, "half_life_days": hl,
-                    "frequency": freq, "importance": 0.05, "pool": pool, "rec_now": 0})
-    sem, ft = NOW_REFERENCE["sem_ft"]
-    for rec in NOW_REFERENCE["recency"]:
-        out.append({"semantic": sem, "fulltext": ft, "recency": rec, "half_life_days": NOW_REFERENCE["half_life_days"],
-                    "frequency": NOW_REFERENCE["frequency"], "importance": 0.05, "pool": GRID["pool"][0], "rec_now": 1})
+    for (sem, ft), ctx, window, rec, hl, freq, pool in itertools.product(*GRID.values()):
+        if ctx == 0.0 and window != GRID["window"][0]:
+            continue  # the window is irrelevant without the context signal
+        out.append({"semantic": sem, "fulltext": ft, "context": ctx, "window": window, "recency": rec,
+                    "half_life_days": hl, "frequency": freq, "importance": 0.05, "pool": pool, "rec_now": 0})
     return out
 
 
@@ -98,8 +98,8 @@ async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
             for combo in combos():
                 ours._svc.settings = dataclasses.replace(
                     base, recency_half_life_s=combo["half_life_days"] * 86400.0, candidate_pool=int(combo["pool"]),
-                    recency_reference="now" if combo["rec_now"] else "newest")
-                weights = {k: combo[k] for k in ("semantic", "fulltext", "recency", "frequency", "importance")}
+                    recency_reference="now" if combo["rec_now"] else "newest", context_window=int(combo["window"]))
+                weights = {k: combo[k] for k in ("semantic", "fulltext", "recency", "frequency", "importance", "context")}
                 t0 = time.perf_counter()
                 run = {"setting": combo, "locomo": await _score(ours, loco, args.top_k, weights),
                        "ku": await _score(ours, ku, args.top_k, weights)}
@@ -129,8 +129,9 @@ async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _name(s: dict[str, float]) -> str:
-    return (f"sem={s['semantic']} ft={s['fulltext']} rec={s['recency']} hl={s['half_life_days']:.0f}d "
-            f"freq={s['frequency']} pool={s['pool']}" + (" ref=now" if s.get("rec_now") else ""))
+    return (f"sem={s['semantic']} ft={s['fulltext']} ctx={s.get('context', 0)} win={s.get('window', 0)} "
+            f"rec={s['recency']} hl={s['half_life_days']:.0f}d freq={s['frequency']} pool={s['pool']}"
+            + (" ref=now" if s.get("rec_now") else ""))
 
 
 def _line(run: dict[str, Any]) -> str:

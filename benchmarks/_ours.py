@@ -33,7 +33,7 @@ __all__ = ["OursSystem", "settings_from_overrides"]
 logger = logging.getLogger(__name__)
 
 APP = "bench"
-WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance")
+WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance", "context")
 
 
 def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
@@ -50,9 +50,11 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["vector_search"] = "exact" if overrides["exact"] else "ann"
     if "consolidate" in overrides:
         changes["consolidate"] = bool(overrides["consolidate"])
+    if "window" in overrides:
+        changes["context_window"] = int(overrides["window"])
     if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
         changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
-    unknown = set(overrides) - set(WEIGHT_KEYS) - {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now"}
+    unknown = set(overrides) - set(WEIGHT_KEYS) - {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window"}
     if unknown:
         raise SystemExit(f"unknown --ours keys: {', '.join(sorted(unknown))}")
     return dataclasses.replace(base, **changes)
@@ -115,13 +117,19 @@ class OursSystem:
         svc = await self._service()
         self.ingest_stats["memories_offered"] += len(docs)
         if all(d.author for d in docs):  # dialogue turns: the ADK path an agent uses
-            events = [
-                Event(id=d.doc_id, invocation_id=f"inv-{d.doc_id}", author=d.author,
-                      content=types.Content(role="user", parts=[types.Part(text=d.content)]),
-                      timestamp=d.time.timestamp())
-                for d in docs
-            ]
-            await svc.add_events_to_memory(app_name=APP, user_id=scope, events=events, session_id=scope)
+            # One ADK session per LoCoMo session (they are separate chats on separate days),
+            # its turns handed over in order, as ``add_events_to_memory`` receives them.
+            by_session: dict[str, list[Any]] = {}
+            for d in docs:
+                by_session.setdefault(_session_of(scope, d.doc_id), []).append(d)
+            for session_id, turns in by_session.items():
+                events = [
+                    Event(id=d.doc_id, invocation_id=f"inv-{d.doc_id}", author=d.author,
+                          content=types.Content(role="user", parts=[types.Part(text=d.content)]),
+                          timestamp=d.time.timestamp())
+                    for d in turns
+                ]
+                await svc.add_events_to_memory(app_name=APP, user_id=scope, events=events, session_id=session_id)
         else:
             entries = [
                 MemoryEntry(id=d.doc_id, author=d.author, timestamp=d.time.isoformat(),
@@ -152,6 +160,12 @@ class OursSystem:
         hits = await self._svc.search(APP, scope, query, top_k=top_k, weights=weights, bump_access=False,
                                       now=self._clock_by_scope.get(scope))
         return [doc_id for h in hits for doc_id in _doc_ids(h)]
+
+
+def _session_of(scope: str, doc_id: str) -> str:
+    """LoCoMo dialogue id ``D<session>:<turn>`` -> ``<scope>-s<session>``; other ids share one session."""
+    head = doc_id.split(":", 1)[0]
+    return f"{scope}-s{head[1:]}" if head.startswith("D") and head[1:].isdigit() else scope
 
 
 def _doc_ids(hit: Any) -> list[str]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from sqlalchemy import inspect, text
 
@@ -9,6 +11,7 @@ from adk_oceanbase import Config, OceanBaseSessionService, SchemaMissingError, S
 from adk_oceanbase import migrations
 from adk_oceanbase.cli import main as cli_main
 from adk_oceanbase.engine import Database
+from adk_oceanbase.memory.extraction import search_text
 
 
 async def tables(db: Database) -> set[str]:
@@ -92,5 +95,44 @@ async def test_fulltext_parser_follows_the_revisions(fresh_url):
         assert "WITH PARSER ik" in await ddl()
         await migrations.downgrade(db, "0003")
         assert "WITH PARSER ngram" in await ddl()
+    finally:
+        await db.close()
+
+
+async def test_0006_backfills_turn_positions_and_stems_search_text(fresh_url):
+    """Rows written before 0006 get their turn's seq from the session log and a stemmed search_text."""
+    db = Database(Config.from_url(fresh_url))
+    try:
+        await migrations.upgrade(db, "0005")
+        async with db.engine.begin() as conn:
+            await conn.execute(text(
+                "INSERT INTO session_events (app_name, user_id, session_id, seq, event_id, event_type, ts, event_time, "
+                "token_count, is_final, event_json) VALUES ('a', 'u', 's', 7, 'e7', 'message', 0, '2025-05-08', 0, 0, '{}')"))
+            for mid, extractor, eids in (("turn", "turn:v1", '["e7"]'), ("fact", "manual", "[]")):
+                await conn.execute(text(
+                    "INSERT INTO agent_memories (memory_id, app_name, user_id, content, content_hash, author, session_id, "
+                    "event_ids, created_at, updated_at, extractor) VALUES (:m, 'a', 'u', 'I painted two lakes', :m, "
+                    "'Melanie', 's', :e, '2025-05-08 10:00:00', '2025-05-08 10:00:00', :x)"), {"m": mid, "x": extractor, "e": eids})
+        await migrations.upgrade(db)
+
+        async def rows() -> dict[str, tuple]:
+            async with db.engine.connect() as conn:
+                return {r[0]: tuple(r[1:]) for r in (await conn.execute(text(
+                    "SELECT memory_id, search_text" + (", turn_pos" if await has_pos() else "") + " FROM agent_memories"))).all()}
+
+        async def has_pos() -> bool:
+            async with db.engine.connect() as conn:
+                return bool((await conn.execute(text(
+                    "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() "
+                    "AND table_name = 'agent_memories' AND column_name = 'turn_pos'"))).scalar())
+
+        after = await rows()
+        # the same text a new row gets at insert
+        stemmed = search_text("Melanie", datetime(2025, 5, 8, 10), "I painted two lakes")
+        assert stemmed == "8 may 2025 melani i paint two lak"
+        assert after["turn"] == (stemmed, 7)
+        assert after["fact"] == (stemmed, None)
+        await migrations.downgrade(db, "0005")
+        assert (await rows())["turn"] == ("8 May 2025, Melanie: I painted two lakes",)
     finally:
         await db.close()

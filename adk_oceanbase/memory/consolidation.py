@@ -39,7 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..dialects import EngineDialect
 from . import queries as q
-from .extraction import MemoryDraft, embedding_text
+from .extraction import MemoryDraft, search_text
 
 __all__ = ["content_hash", "merge_near_duplicates", "word_overlap", "write_drafts"]
 
@@ -148,7 +148,7 @@ async def write_drafts(
                     "app_name": app_name,
                     "user_id": user_id,
                     "content": d.content,
-                    "search_text": embedding_text(d.author, d.created_at, d.content),
+                    "search_text": search_text(d.author, d.created_at, d.content),
                     "content_hash": content_hash(d.content),
                     "author": d.author,
                     "session_id": d.session_id,
@@ -159,6 +159,7 @@ async def write_drafts(
                     "created_at": d.created_at,
                     "updated_at": now,
                     "extractor": d.extractor,
+                    "turn_pos": d.turn_pos,
                 }
                 for d in inserts
             ],

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Sequence
 
+from .lexical import stem_text
 from .settings import MemorySettings
 
 if TYPE_CHECKING:
@@ -38,6 +39,7 @@ __all__ = [
     "group_exchanges",
     "is_trivial",
     "memory_id_for",
+    "search_text",
     "turn_drafts",
 ]
 
@@ -91,6 +93,11 @@ def embedding_text(author: str | None, created_at: datetime, content: str) -> st
     return f"{day}, {author}: {content}" if author else f"{day}: {content}"
 
 
+def search_text(author: str | None, created_at: datetime, content: str) -> str:
+    """What the full-text index covers: the embedded layout, stemmed like the query (``lexical``)."""
+    return stem_text(embedding_text(author, created_at, content))
+
+
 def memory_id_for(app_name: str, user_id: str, *key: str) -> str:
     """Deterministic id: re-ingesting the same event yields the same row (idempotency)."""
     raw = "\x1f".join((app_name, user_id) + key)
@@ -118,6 +125,8 @@ class MemoryDraft:
     importance: float = 0.5
     custom_metadata: dict[str, Any] = field(default_factory=dict)
     supersedes: list[str] = field(default_factory=list)
+    turn_pos: int | None = None
+    """Position of the source turn in its session (turn memories only): the context signal's neighbours."""
 
 
 def turn_drafts(
@@ -127,10 +136,11 @@ def turn_drafts(
     events: Sequence["Event"],
     settings: MemorySettings,
     custom_metadata: dict[str, Any] | None = None,
+    positions: Sequence[int | None] | None = None,
 ) -> list[MemoryDraft]:
-    """One draft per meaningful text turn, keyed by event id."""
+    """One draft per meaningful text turn, keyed by event id; ``positions[i]`` is event i's place in the session."""
     drafts = []
-    for ev in events:
+    for i, ev in enumerate(events):
         if settings.memory_authors is not None and ev.author not in settings.memory_authors:
             continue
         txt = event_text(ev)
@@ -147,6 +157,7 @@ def turn_drafts(
                 event_ids=[eid],
                 extractor=TURN_EXTRACTOR,
                 custom_metadata=dict(custom_metadata or {}),
+                turn_pos=positions[i] if positions is not None and session_id is not None else None,
             )
         )
     return drafts

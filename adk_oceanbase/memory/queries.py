@@ -32,6 +32,7 @@ from typing import Any, Sequence
 from sqlalchemy import bindparam, text
 from sqlalchemy.sql.elements import TextClause
 
+from .lexical import stem
 from .settings import MemorySettings, ScoreWeights
 
 __all__ = [
@@ -59,6 +60,9 @@ __all__ = [
     "set_embedding",
     "supersede",
     "sweep_unembedded",
+    "event_positions",
+    "last_turn_pos",
+    "user_authors",
 ]
 
 T = "agent_memories"
@@ -81,6 +85,7 @@ ROW_COLUMNS = (
     "created_at",
     "extractor",
     "superseded_by",
+    "turn_pos",
 )
 
 
@@ -182,10 +187,12 @@ def hybrid_search(
     if query_vector is not None:
         params["qv"] = query_vector
         where = _scope_where("a", filters, settings.include_superseded, params)
-        approx = " APPROXIMATE" if settings.vector_search == "ann" else ""
+        # APPROXIMATE takes nothing but the distance; the exact scan breaks ties by id
+        # (identical texts have identical vectors) like the numpy path does.
+        order = " APPROXIMATE" if settings.vector_search == "ann" else ", a.memory_id"
         ctes.append(
             f"ann AS (SELECT a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
-            f"ORDER BY cosine_distance(a.embedding, :qv){approx} LIMIT :pool)"
+            f"ORDER BY cosine_distance(a.embedding, :qv){order} LIMIT :pool)"
         )
         branches.append("SELECT memory_id FROM ann")
         has_vec = "(m.embedding IS NOT NULL AND m.embedding_model = :model)"
@@ -212,25 +219,52 @@ def hybrid_search(
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
     out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
+    params["w_ctx"] = float(weights.context)
+    ctx = _context_expr(settings.context_window) if weights.context else "0"
+    base = "(:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp + :w_ctx * s.ctx)"
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp,
-  (:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp) AS score
+SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, {base} AS score
 FROM (
-  SELECT {r_cols},
-    {sem} AS sem,
-    EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, r.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
-    LEAST(LN(1 + r.access_count) / :freq_norm, 1) AS freq,
-    {ft} AS ft,
-    r.importance_score AS imp
+  SELECT q.*, {ctx} AS ctx
   FROM (
-    SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts, {in_ft} AS in_ft
-    FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}
-  ) r
+    SELECT {r_cols},
+      {sem} AS sem,
+      EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, r.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
+      LEAST(LN(1 + r.access_count) / :freq_norm, 1) AS freq,
+      {ft} AS ft,
+      r.importance_score AS imp
+    FROM (
+      SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts, {in_ft} AS in_ft
+      FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}
+    ) r
+  ) q
 ) s
-WHERE (:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp) >= :min_score
+WHERE {base} >= :min_score
 ORDER BY score DESC, s.created_at DESC, s.memory_id
 LIMIT :k"""
     return text(sql), params
+
+
+def _context_expr(window: int) -> str:
+    """The context signal of candidate ``q``: the best relevance among its session neighbours.
+
+    Neighbours are candidates of the same session within ``window`` turn
+    positions on either side (``turn_pos``, the event's place in the session);
+    relevance is the weighted semantic + full-text part of their score.  A
+    turn next to a strong match is often the other half of it (question /
+    answer), which neither signal sees on its own.  Two one-sided RANGE frames
+    leave the row itself out.  Rows without a position get 0.
+    """
+    w = int(window)
+    if w < 1:
+        return "0"
+    rel = "(:w_sem * q.sem + :w_ft * q.ft)"
+    part = "PARTITION BY q.session_id ORDER BY q.turn_pos"
+    return (
+        "CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
+        f"COALESCE(MAX({rel}) OVER ({part} RANGE BETWEEN {w} PRECEDING AND 1 PRECEDING), 0), "
+        f"COALESCE(MAX({rel}) OVER ({part} RANGE BETWEEN 1 FOLLOWING AND {w} FOLLOWING), 0), 0) END"
+    )
 
 
 # English function words dropped from the full-text query (not from the index).  OceanBase's
@@ -251,15 +285,26 @@ STOPWORDS = frozenset(
 _QUERY_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 
 
-def fulltext_query(query: str) -> str:
-    """The words of ``query`` sent to ``MATCH ... AGAINST``, English stopwords removed.
+def fulltext_query(query: str, *, drop_stopwords: bool = True, drop_terms: frozenset[str] = frozenset()) -> str:
+    """The words of ``query`` sent to ``MATCH ... AGAINST``: stemmed like ``search_text``, stopwords removed.
 
-    Returns the query unchanged when nothing but stopwords is left; CJK and
-    other scripts pass through (they are not in the list).
+    ``drop_terms`` are stems left out as well (the user's author names, see
+    ``MemorySettings.fulltext_drop_authors``).  Keeps every word when nothing
+    else is left; CJK and other scripts pass through (neither listed nor stemmed).
     """
-    words = _QUERY_WORDS.findall(query)
-    kept = [w for w in words if w.lower() not in STOPWORDS]
-    return " ".join(kept) if kept else query
+    words = [w.lower() for w in _QUERY_WORDS.findall(query)]
+    kept = [w for w in words if w not in STOPWORDS] if drop_stopwords else words
+    stems = [stem(w) for w in kept]
+    useful = [t for t in stems if t not in drop_terms]
+    return " ".join(useful or stems or [stem(w) for w in words])
+
+
+def user_authors(app_name: str, user_id: str) -> tuple[TextClause, dict[str, Any]]:
+    """The distinct authors of a user's memories (bounded: a user has a handful)."""
+    stmt = text(
+        f"SELECT DISTINCT author FROM {T} WHERE app_name = :app AND user_id = :user AND author IS NOT NULL LIMIT 1000"
+    )
+    return stmt, {"app": app_name, "user": user_id}
 
 
 def _fusion_exprs(settings: MemorySettings, params: dict[str, Any]) -> tuple[str, str]:
@@ -321,15 +366,30 @@ def bump_access(memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, d
 def insert_memory() -> TextClause:
     """Inserts one memory row (executemany-friendly); embedding starts NULL, status ``pending``.
 
-    ``search_text`` (the full-text source) is ``extraction.embedding_text`` of the row.
+    ``search_text`` (the full-text source) is ``extraction.search_text`` of the row.
     """
     return text(
         f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor) VALUES (:memory_id, :app_name, :user_id, :content, :search_text, "
-        ":content_hash, :author, :session_id, :event_ids, :topics, :custom_metadata, :importance_score, 0, "
-        ":created_at, :updated_at, 'pending', 0, :extractor)"
+        "embed_status, embed_attempts, extractor, turn_pos) VALUES (:memory_id, :app_name, :user_id, :content, "
+        ":search_text, :content_hash, :author, :session_id, :event_ids, :topics, :custom_metadata, :importance_score, 0, "
+        ":created_at, :updated_at, 'pending', 0, :extractor, :turn_pos)"
     )
+
+
+def event_positions(app_name: str, user_id: str, session_id: str, event_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+    """``(event_id, seq)`` of these events in the stored session log (a unique-key seek each)."""
+    stmt = text(
+        "SELECT event_id, seq FROM session_events WHERE app_name = :app AND user_id = :user "
+        "AND session_id = :sid AND event_id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "sid": session_id, "ids": list(event_ids)}
+
+
+def last_turn_pos(app_name: str, user_id: str, session_id: str) -> tuple[TextClause, dict[str, Any]]:
+    """The highest ``turn_pos`` stored for a session (NULL when none): where new turns continue."""
+    stmt = text(f"SELECT MAX(turn_pos) FROM {T} WHERE app_name = :app AND user_id = :user AND session_id = :sid")
+    return stmt, {"app": app_name, "user": user_id, "sid": session_id}
 
 
 def existing_ids(memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:

@@ -33,6 +33,7 @@ class Signals:
     fulltext: float
     importance: float
     score: float
+    context: float = 0.0
 
 
 def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
@@ -59,6 +60,25 @@ def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, 
     else:
         raise ValueError(f"unknown fusion {settings.fusion!r}; choose linear, minmax or rrf")
     return sem_sig, ft_sig
+
+
+def _context(rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, window: int) -> np.ndarray:
+    """``queries._context_expr`` in numpy: best candidate-neighbour relevance within ``window`` positions."""
+    out = np.zeros(len(rows))
+    if window < 1:
+        return out
+    by_session: dict[str, list[int]] = {}
+    for i in np.flatnonzero(cand):
+        r = rows[i]
+        if r.turn_pos is not None and r.session_id is not None:
+            by_session.setdefault(r.session_id, []).append(int(i))
+    for members in by_session.values():
+        for i in members:
+            pos = rows[i].turn_pos
+            near = [relevance[j] for j in members if j != i and 0 < abs(rows[j].turn_pos - pos) <= window]
+            if near:
+                out[i] = max(max(near), 0.0)
+    return out
 
 
 def rank_rows(
@@ -97,7 +117,7 @@ def rank_rows(
     cand = np.zeros(n, dtype=bool)
     if query_vector is not None and has_vec.any():
         idx = np.flatnonzero(has_vec)
-        order = idx[np.argsort(-sem[idx], kind="stable")][:pool]
+        order = sorted(idx, key=lambda i: (-sem[i], rows[i].memory_id))[:pool]  # the SQL scan's tie-break
         cand[order] = True
     ft_in = np.zeros(n, dtype=bool)
     matched = np.flatnonzero(fts > 0)
@@ -111,6 +131,7 @@ def rank_rows(
     ref = now
     if settings.recency_reference == "newest" and cand.any():
         ref = min(now, max(rows[i].created_at for i in np.flatnonzero(cand)))
+    ctx = _context(rows, cand, weights.semantic * sem_sig + weights.fulltext * ft_sig, settings.context_window)
     out: list[tuple[Any, Signals]] = []
     for i in np.flatnonzero(cand):
         r = rows[i]
@@ -120,15 +141,17 @@ def rank_rows(
         ft = float(ft_sig[i])
         imp = float(r.importance_score)
         s = float(sem_sig[i])
+        c = float(ctx[i]) if weights.context else 0.0
         score = (
             weights.semantic * s
             + weights.recency * rec
             + weights.frequency * freq
             + weights.fulltext * ft
             + weights.importance * imp
+            + weights.context * c
         )
         if min_score is not None and score < min_score:
             continue
-        out.append((r, Signals(s, rec, freq, ft, imp, score)))
+        out.append((r, Signals(s, rec, freq, ft, imp, score, c)))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
     return out[:top_k]

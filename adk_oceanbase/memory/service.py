@@ -9,8 +9,9 @@ worker, and the MySQL scoring is :mod:`.scoring`.
 from __future__ import annotations
 
 import asyncio
-import logging
 import dataclasses
+import logging
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -28,6 +29,7 @@ from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
+from .lexical import stem_text
 from .extraction import LlmExtractor, MemoryDraft, event_text, group_exchanges, memory_id_for, turn_drafts
 from .queries import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
@@ -89,6 +91,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         self.settings = settings or MemorySettings()
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
+        self._authors: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -177,8 +180,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if stored:
             known = {e.id for e in stored}
             events = stored + [e for e in events if e.id not in known]
-        await self.add_events_to_memory(
-            app_name=session.app_name, user_id=session.user_id, events=events, session_id=session.id
+        await self._add_events(
+            session.app_name, session.user_id, events, session.id, custom_metadata=None, whole_session=True
         )
 
     async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
@@ -201,14 +204,50 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         """Stores new turns (or LLM facts) of ``events``; events seen before are skipped (idempotent)."""
+        await self._add_events(app_name, user_id, events, session_id, custom_metadata=custom_metadata, whole_session=False)
+
+    async def _add_events(
+        self,
+        app_name: str,
+        user_id: str,
+        events: Sequence["Event"],
+        session_id: str | None,
+        *,
+        custom_metadata: Mapping[str, object] | None,
+        whole_session: bool,
+    ) -> None:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        sid = check_id("session_id", session_id) if session_id is not None else None
         meta = dict(custom_metadata or {})
         await self._engine()
         if self._extractor is None:
-            drafts = turn_drafts(app, user, session_id, events, self.settings, meta)
+            positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
+            drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
         else:
-            drafts = await self._llm_drafts(app, user, session_id, events, meta)
+            drafts = await self._llm_drafts(app, user, sid, events, meta)
         await self._write(app, user, drafts)
+
+    async def _turn_positions(
+        self, app: str, user: str, sid: str, events: Sequence["Event"], whole_session: bool
+    ) -> list[int | None]:
+        """Each event's place in its session, for the context signal's neighbours.
+
+        The stored session log's ``seq`` when this database holds the event
+        (exact, whatever order turns are ingested in).  Otherwise: the event's
+        1-based index for a whole session, or, for a batch of new events, the
+        continuation after the highest position stored for the session.
+        """
+        ids = [e.id for e in events if e.id]
+        async with (await self._engine()).connect() as conn:
+            logged: dict[str, int] = {}
+            if ids:
+                stmt, params = q.event_positions(app, user, sid, ids)
+                logged = {r[0]: int(r[1]) for r in (await conn.execute(stmt, params)).all()}
+            base = 1
+            if not whole_session and len(logged) < len(events):
+                stmt, params = q.last_turn_pos(app, user, sid)
+                base = int((await conn.execute(stmt, params)).scalar() or 0) + 1
+        return [logged.get(e.id) if e.id in logged else base + i for i, e in enumerate(events)]
 
     async def _llm_drafts(
         self, app: str, user: str, session_id: str | None, events: Sequence["Event"], meta: dict[str, Any]
@@ -235,6 +274,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
         if not drafts:
             return []
+        self._learn_authors(app, user, drafts)
         async with self._tx() as conn:
             new_ids = await write_drafts(conn, app, user, drafts, _now())
         self._vectorizer.submit(new_ids)
@@ -320,12 +360,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
-        # A zero full-text weight skips the MATCH candidates altogether.
-        ft_query = (q.fulltext_query(query) if s.fulltext_stopwords else query) if w.fulltext else ""
         engine = await self._engine()
+        drop = await self._author_terms(app, user) if s.fulltext_drop_authors else frozenset()
+        # A zero full-text weight skips the MATCH candidates altogether.
+        ft_query = q.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:
-            ft_query = q.fulltext_query(query) if s.fulltext_stopwords else query
+            ft_query = q.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
         now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
         try:
@@ -344,6 +385,29 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 raise
             raise mapped from exc
         return hits
+
+    async def _author_terms(self, app: str, user: str) -> frozenset[str]:
+        """Stems of the user's memory authors' names, cached ``author_cache_s`` (see ``fulltext_drop_authors``)."""
+        key = (app, user)
+        hit = self._authors.get(key)
+        clock = time.monotonic()
+        if hit is not None and clock - hit[0] < self.settings.author_cache_s:
+            return hit[1]
+        stmt, params = q.user_authors(app, user)
+        async with (await self._engine()).connect() as conn:
+            names = [r[0] for r in (await conn.execute(stmt, params)).all()]
+        terms = _name_terms(names)
+        if len(self._authors) > 10_000:
+            self._authors.clear()
+        self._authors[key] = (clock, terms)
+        return terms
+
+    def _learn_authors(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> None:
+        hit = self._authors.get((app, user))
+        if hit is not None:
+            new = _name_terms(d.author for d in drafts if d.author)
+            if not new <= hit[1]:
+                self._authors[(app, user)] = (hit[0], hit[1] | new)
 
     async def _query_vector(self, query: str) -> Any:
         try:
@@ -365,7 +429,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             settings=s, filters=flt, min_score=ms,
         )
         rows = (await conn.execute(stmt, params)).all()
-        return [_hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score))) for r in rows]
+        return [
+            _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score), float(r.ctx)))
+            for r in rows
+        ]
 
     async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
         stmt, params = q.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings, filters=flt)
@@ -375,3 +442,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
         )
         return [_hit(r, sig) for r, sig in ranked]
+
+
+def _name_terms(names: Any) -> frozenset[str]:
+    """Match keys of single-word author names ("Caroline", "assistant").
+
+    Multi-word names ("travel_agent", "Dr Smith") are left alone: dropping
+    "travel" from every query of a travel agent would cost more than it saves.
+    """
+    out = set()
+    for name in names:
+        words = stem_text(name).split()
+        if len(words) == 1:
+            out.add(words[0])
+    return frozenset(out)

@@ -74,11 +74,13 @@ CREATE TABLE agent_memories (
   embed_attempts INTEGER NOT NULL DEFAULT 0,
   extractor VARCHAR(64),
   superseded_by VARCHAR(64) COLLATE utf8mb4_bin,
-  search_text LONGTEXT,                                   -- full-text source: "<date>, <author>: <content>" (what is embedded)
+  search_text LONGTEXT,                                   -- full-text source: lexical.stem_text("<date>, <author>: <content>") (what is embedded, stemmed)
+  turn_pos BIGINT,                                        -- a turn's position in its session (event seq): the context signal's neighbours
   CONSTRAINT pk_agent_memories PRIMARY KEY (memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
-  INDEX ix_memories_embed_status (embed_status, updated_at)
+  INDEX ix_memories_embed_status (embed_status, updated_at),
+  INDEX ix_memories_session_pos (app_name, user_id, session_id, turn_pos)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text) WITH PARSER ik;   -- ik: words for English, dictionary segmentation for CJK (migrations 0004, 0005)

@@ -1,0 +1,186 @@
+"""Turn positions and the context signal: a turn next to a strong match borrows its relevance.
+
+"Where did you go last summer?" / "Three weeks in Lisbon with my cousins":
+the answer shares no word with a question about the summer trip; only its
+neighbour does.  ``turn_pos`` records each turn's place in its session and the
+search's ``context`` signal gives a candidate the best relevance among its
+candidate neighbours (``context_window`` positions either side).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from google.adk.events.event import Event
+from google.adk.sessions.session import Session
+from google.genai import types
+from sqlalchemy import text
+
+from adk_oceanbase import OceanBaseSessionService
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
+
+APP, USER = "ctx", "u1"
+
+TRIP = [
+    ("user", "Where did you go on vacation last summer?"),
+    ("model", "Three weeks in Lisbon with my cousins, mostly by the sea."),
+    ("user", "Did you try the famous custard tarts there?"),
+    ("model", "Every single morning, from the bakery next to our flat."),
+]
+FILLER = [
+    ("user", "My summer schedule at work is packed with meetings."),
+    ("model", "Remember to book the dentist appointment before Friday."),
+    ("user", "The vacation policy at my company changed this year."),
+    ("model", "Your library books are due back next Tuesday."),
+    ("user", "I started learning the piano in the evenings."),
+]
+
+
+def ev(author: str, txt: str, ts: float) -> Event:
+    return Event(
+        invocation_id="inv",
+        author=author,
+        timestamp=ts,
+        content=types.Content(role="user" if author == "user" else "model", parts=[types.Part.from_text(text=txt)]),
+    )
+
+
+def settings(**weights: float) -> MemorySettings:
+    return MemorySettings(bump_access=False, consolidate=False, vector_search="exact", weights=ScoreWeights(**weights))
+
+
+async def positions(database, session_id: str) -> dict[str, int | None]:
+    async with database.engine.connect() as conn:
+        rows = (
+            await conn.execute(
+                text("SELECT content, turn_pos FROM agent_memories WHERE session_id = :s"), {"s": session_id}
+            )
+        ).all()
+    return {r.content: r.turn_pos for r in rows}
+
+
+async def test_turn_positions_come_from_the_session_log_when_this_database_holds_it(database):
+    sessions = OceanBaseSessionService(database=database)
+    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings())
+    try:
+        s = await sessions.create_session(app_name=APP, user_id=USER)
+        now = time.time()
+        await sessions.append_event(s, ev("user", "ok", now))  # seq 1: trivial, no memory
+        for i, (author, txt) in enumerate(TRIP):
+            await sessions.append_event(s, ev(author, txt, now + 1 + i))  # seq 2..5
+        await memory.add_session_to_memory(await sessions.get_session(app_name=APP, user_id=USER, session_id=s.id))
+        assert await positions(database, s.id) == {txt: 2 + i for i, (_, txt) in enumerate(TRIP)}
+    finally:
+        await memory.close()
+        await sessions.close()
+
+
+async def test_turn_positions_without_a_stored_log(database):
+    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings())
+    now = time.time()
+    try:
+        # a whole session held in memory: its events' 1-based places
+        held = Session(id="held", app_name=APP, user_id=USER, events=[ev(a, t, now + i) for i, (a, t) in enumerate(TRIP)])
+        await memory.add_session_to_memory(held)
+        assert await positions(database, "held") == {t: i + 1 for i, (_, t) in enumerate(TRIP)}
+        # batches of new events continue after the highest stored position
+        await memory.add_events_to_memory(
+            app_name=APP, user_id=USER, session_id="delta", events=[ev(a, t, now + i) for i, (a, t) in enumerate(FILLER[:2])]
+        )
+        await memory.add_events_to_memory(
+            app_name=APP, user_id=USER, session_id="delta", events=[ev(a, t, now + 9 + i) for i, (a, t) in enumerate(FILLER[2:4])]
+        )
+        assert await positions(database, "delta") == {t: i + 1 for i, (_, t) in enumerate(FILLER[:4])}
+        # turns outside any session have no place in a conversation
+        await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[ev("user", FILLER[4][1], now)])
+        async with database.engine.connect() as conn:
+            assert (await conn.execute(text("SELECT turn_pos FROM agent_memories WHERE session_id IS NULL"))).scalar() is None
+    finally:
+        await memory.close()
+
+
+async def _ingest(memory: OceanBaseMemoryService) -> None:
+    now = time.time() - 3600
+    trip = Session(id="trip", app_name=APP, user_id=USER, events=[ev(a, t, now + i) for i, (a, t) in enumerate(TRIP)])
+    other = Session(id="other", app_name=APP, user_id=USER, events=[ev(a, t, now + 10 + i) for i, (a, t) in enumerate(FILLER)])
+    await memory.add_session_to_memory(trip)
+    await memory.add_session_to_memory(other)
+    await memory.flush()
+
+
+@pytest.mark.parametrize("scoring", ["sql", "numpy"])
+async def test_the_answer_next_to_the_question_rises_with_the_context_signal(database, scoring):
+    weights = dict(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0)
+    plain = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings(context=0.0, **weights))
+    with_ctx = OceanBaseMemoryService(
+        database=database,
+        embedder=HashEmbedder(),
+        settings=MemorySettings(
+            bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
+            weights=ScoreWeights(context=0.5, **weights), context_window=2,
+        ),
+    )
+    try:
+        await _ingest(plain)
+        query = "where did you go on vacation last summer"
+        before = await plain.search(APP, USER, query, top_k=10)
+        after = await with_ctx.search(APP, USER, query, top_k=10)
+        answer = TRIP[1][1]
+
+        def rank(hits) -> int:
+            return [h.entry.content.parts[0].text for h in hits].index(answer)
+
+        assert all(h.signals.context == 0 for h in before)
+        assert rank(after) < rank(before)
+        # ... above every turn of the unrelated session, some of which share words with the query
+        filler_ranks = [i for i, h in enumerate(after) if h.entry.content.parts[0].text in dict((t, a) for a, t in FILLER)]
+        assert filler_ranks and rank(after) < min(filler_ranks)
+        assert rank(before) > min(filler_ranks)
+        by_text = {h.entry.content.parts[0].text: h for h in after}
+        question, hit = by_text[TRIP[0][1]], by_text[answer]
+        # the answer's context is the best candidate neighbour's relevance; here the question (one position away)
+        neighbours = [by_text[t] for _, t in (TRIP[0], TRIP[2], TRIP[3]) if t in by_text]
+        best = max(0.7 * n.signals.semantic + 0.3 * n.signals.fulltext for n in neighbours)
+        assert hit.signals.context == pytest.approx(best, abs=1e-6)
+        assert hit.score == pytest.approx(0.7 * hit.signals.semantic + 0.3 * hit.signals.fulltext + 0.5 * best, abs=1e-6)
+        # turns of another session are never neighbours: the filler's context comes from filler only
+        for _, t in FILLER:
+            if t in by_text:
+                others = [by_text[x] for _, x in FILLER if x in by_text and x != t]
+                assert by_text[t].signals.context <= max(
+                    [0.0] + [0.7 * o.signals.semantic + 0.3 * o.signals.fulltext for o in others]
+                ) + 1e-6
+        assert question.signals.context > 0  # its own neighbour (the answer) is a candidate too
+    finally:
+        await with_ctx.close()
+        await plain.close()
+
+
+async def test_sql_and_numpy_agree_on_the_context_signal(pristine_database):
+    database = pristine_database
+
+    def svc(scoring: str) -> OceanBaseMemoryService:
+        return OceanBaseMemoryService(
+            database=database,
+            embedder=HashEmbedder(),
+            settings=MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring),
+        )
+
+    sql, npy = svc("sql"), svc("numpy")
+    try:
+        await _ingest(sql)
+        now = time.time()
+        from datetime import datetime, timezone
+
+        clock = datetime.fromtimestamp(now, tz=timezone.utc)
+        for query in ("vacation last summer", "custard tarts bakery", "piano evenings", "dentist Friday"):
+            a = await sql.search(APP, USER, query, top_k=6, now=clock)
+            b = await npy.search(APP, USER, query, top_k=6, now=clock)
+            assert [h.memory_id for h in a] == [h.memory_id for h in b]
+            for x, y in zip(a, b):
+                assert x.signals.context == pytest.approx(y.signals.context, abs=1e-6)
+                assert x.score == pytest.approx(y.score, abs=1e-6)
+    finally:
+        await sql.close()
+        await npy.close()
