@@ -6,15 +6,19 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``);
 2. ``ft``: the user's best full-text matches, ``MATCH(search_text) AGAINST(q)``
    on the ik full-text index (words for English, segmentation for CJK and
-   Korean); ``search_text`` is the embedded layout, date + speaker + content;
+   Korean); ``search_text`` is the embedded layout, date + speaker + content,
+   stemmed (``lexical``), and so is the query;
 3. the union of both candidate lists is joined back to the table (a
    nested-loop hint: the optimizer sizes the ANN CTE at the whole table and
    otherwise hash-joins a full scan, 72 ms vs 16 ms at 100k rows) and every
    candidate gets ``w_sem*sim + w_rec*recency + w_freq*frequency +
-   w_ft*ft/max(ft) + w_imp*importance`` computed in SQL, ordered, cut to k.
-   Recency is measured from the newest candidate of this search (window
-   ``MAX(created_at) OVER ()``, capped at ``now``), see
-   ``MemorySettings.recency_reference``.
+   w_ft*ft/max(ft) + w_imp*importance + w_ctx*context`` computed in SQL,
+   ordered, cut to k.  Recency is measured from the newest candidate of this
+   search (window ``MAX(created_at) OVER ()``, capped at ``now``), see
+   ``MemorySettings.recency_reference``; context is the best semantic +
+   full-text relevance among the candidate's session neighbours (two
+   one-sided ``RANGE`` window frames over ``turn_pos``), see
+   :func:`_context_expr`.
 
 APPROXIMATE cannot order by a composite score (the server rejects it), hence
 the candidate subqueries.  Timestamps are bound from the client: seekdb's
