@@ -127,11 +127,12 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         replies = await _converse(runner, fresh.id, [RECALL], out)
         await runner.close()
         hits = await memory.search(APP, USER, RECALL, top_k=3, bump_access=False)
-        out("\ntop memories for that question (hybrid score = semantic + full-text + recency + frequency + importance):")
+        out("\ntop memories for that question (weighted: semantic, full-text, recency, frequency, importance, "
+            "context = relevance of the turns next to it):")
         for h in hits:
             sig = h.signals
             out(f"  {h.score:.3f}  sem={sig.semantic:.2f} ft={sig.fulltext:.2f} rec={sig.recency:.2f} "
-                f"freq={sig.frequency:.2f} imp={sig.importance:.2f}  {h.entry.content.parts[0].text}")
+                f"freq={sig.frequency:.2f} imp={sig.importance:.2f} ctx={sig.context:.2f}  {h.entry.content.parts[0].text}")
         page = await svc.list_sessions_page(app_name=APP, user_id=USER, limit=5)
         out(f"\n{len(page.sessions)} most recent demo session(s) for {USER} (newest first):")
         for s in page.sessions:
