@@ -99,7 +99,7 @@ class DatabaseService:
     async def _raw_tx(self) -> AsyncIterator[RawTransaction]:
         """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`)."""
         engine = await self._engine()
-        async with raw_transaction(engine) as tx:
+        async with raw_transaction(engine, batch=self.config.batch_statements) as tx:
             yield tx
 
     async def _release(self) -> None:

@@ -105,6 +105,13 @@ class Config:
     query_timeout_s: float = 60.0
     """Statement timeout on OceanBase/seekdb (``ob_query_timeout``; the server default is 10 s)."""
 
+    batch_statements: bool = True
+    """Send an append's statements (and a create's) in one packet as a multi-statement.
+
+    aiomysql always asks the server for multi-statement support; set
+    ``?batch_statements=false`` in the URL behind a proxy that refuses it, and
+    the same statements go one by one (one more round trip each)."""
+
     embedding_dim: int = 384
     """Dimension of the memory ``VECTOR`` column, fixed when the schema is created."""
 
@@ -136,6 +143,11 @@ class Config:
         flavor = _SCHEMES[scheme]
         query = dict(parse_qsl(parts.query))
         database = query.pop("database", None)
+        batch = query.pop("batch_statements", None)
+        if batch is not None:
+            if batch.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ConfigurationError(f"batch_statements must be true or false, got {batch!r}")
+            overrides.setdefault("batch_statements", batch.lower() in ("1", "true", "yes", "on"))
         if flavor == "seekdb":
             # seekdb:///abs/dir -> netloc '' path '/abs/dir'; seekdb://rel/dir -> netloc 'rel'.
             raw = (parts.netloc + parts.path) if parts.netloc else parts.path

@@ -15,7 +15,6 @@ from typing import Any
 from urllib.parse import quote_plus
 
 import aiomysql
-from pymysql.constants import CLIENT
 from sqlalchemy import event, text
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
@@ -171,18 +170,15 @@ class Database:
             raise ConnectionFailedError(
                 f"cannot connect to {cfg.redacted_url()}: {type(exc).__name__}: {_safe_reason(exc)}"
             ) from exc
-        # Multi-statements let the append path send its statements in one
-        # packet (see rawtx); SQLAlchemy adds FOUND_ROWS to the flag itself.
-        flags = int(cfg.query.get("client_flag", 0)) | CLIENT.MULTI_STATEMENTS
         if "unix_socket" in connect:
             url = f"mysql+aiomysql://{quote_plus(connect['user'])}@/{cfg.database}"
-            query = {"unix_socket": connect["unix_socket"], "charset": "utf8mb4", **cfg.query, "client_flag": flags}
+            query = {"unix_socket": connect["unix_socket"], "charset": "utf8mb4", **cfg.query}
         else:
             auth = quote_plus(cfg.user)
             if cfg.password:
                 auth += ":" + quote_plus(cfg.password)
             url = f"mysql+aiomysql://{auth}@{cfg.host}:{cfg.port}/{cfg.database}"
-            query = {"charset": "utf8mb4", **cfg.query, "client_flag": flags}
+            query = {"charset": "utf8mb4", **cfg.query}
         url += "?" + "&".join(f"{k}={quote_plus(str(v))}" for k, v in query.items())
         return create_async_engine(
             url,

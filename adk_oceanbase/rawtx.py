@@ -7,9 +7,9 @@ statement compilation, result wrapping and a greenlet hop per call; and each
 statement sent on its own costs a network round trip (~0.3 ms on loopback).
 So these paths send plain SQL text (the ``RAW_*`` constants in
 ``sessions/queries.py``, ``%(name)s`` parameters escaped by the driver) on the
-aiomysql connection underneath a pooled SQLAlchemy connection, and, when the
-connection allows multi-statements (our engines always do), several
-statements in one packet with :meth:`RawTransaction.batch`.
+aiomysql connection underneath a pooled SQLAlchemy connection, and several
+statements in one packet with :meth:`RawTransaction.batch` (aiomysql always
+negotiates multi-statements; ``Config.batch_statements`` turns batching off).
 
 The connection still comes from, and goes back to, the engine's one pool, so
 pool size, per-connection settings (UTC, timeouts) and disposal stay in one
@@ -44,10 +44,10 @@ class RawTransaction:
 
     __slots__ = ("_cursor", "_dialect", "_multi", "finished")
 
-    def __init__(self, cursor: Any, dialect: Any):
+    def __init__(self, cursor: Any, dialect: Any, batch: bool = True):
         self._cursor = cursor
         self._dialect = dialect
-        self._multi = bool(cursor.connection.client_flag & CLIENT.MULTI_STATEMENTS)
+        self._multi = batch and bool(cursor.connection.client_flag & CLIENT.MULTI_STATEMENTS)
         self.finished = False
         """True once the transaction was committed or rolled back explicitly."""
 
@@ -114,10 +114,11 @@ class RawTransaction:
 
 
 @asynccontextmanager
-async def raw_transaction(engine: AsyncEngine) -> AsyncIterator[RawTransaction]:
+async def raw_transaction(engine: AsyncEngine, *, batch: bool = True) -> AsyncIterator[RawTransaction]:
     """A transaction on a pooled connection: committed on success, rolled back on any error.
 
-    Server errors come out as our typed errors (by error number, like
+    ``batch=False`` makes :meth:`RawTransaction.batch` send one statement per
+    round trip.  Server errors come out as our typed errors (by error number, like
     ``DatabaseService._tx``).  A connection whose conversation with the server
     may be out of step (cancelled mid-statement, network error, failed
     rollback) is invalidated instead of being returned to the pool.
@@ -126,7 +127,7 @@ async def raw_transaction(engine: AsyncEngine) -> AsyncIterator[RawTransaction]:
         pooled = await sa_conn.get_raw_connection()
         driver = pooled.driver_connection
         cursor = await driver.cursor()
-        tx = RawTransaction(cursor, engine.dialect)
+        tx = RawTransaction(cursor, engine.dialect, batch)
         try:
             yield tx
             if not tx.finished:

@@ -76,3 +76,11 @@ def test_adk_service_registry_schemes():
     assert svc.config.flavor == "seekdb"
     svc2 = registry.create_session_service("oceanbase://root@127.0.0.1:2881/adk")
     assert svc2.config.database == "adk"
+
+
+def test_batch_statements_url_option():
+    assert Config.from_url("oceanbase://root@h:1/db").batch_statements is True
+    cfg = Config.from_url("oceanbase://root@h:1/db?batch_statements=false&charset=utf8mb4")
+    assert cfg.batch_statements is False and dict(cfg.query) == {"charset": "utf8mb4"}
+    with pytest.raises(ConfigurationError):
+        Config.from_url("oceanbase://root@h:1/db?batch_statements=maybe")

@@ -79,7 +79,7 @@ async def test_a_failed_batch_leaves_the_pooled_connection_usable(migrated_url):
         await svc.close()
 
 
-async def test_engine_without_multi_statements_runs_the_batch_statement_by_statement(seekdb_server, migrated_url):
+async def test_a_callers_plain_engine_runs_the_hot_paths(seekdb_server, migrated_url):
     name = migrated_url.rsplit("/", 1)[1]
     engine = create_async_engine(f"mysql+aiomysql://root@127.0.0.1:{seekdb_server.port}/{name}")
     svc = OceanBaseSessionService(engine=engine)
@@ -125,6 +125,26 @@ async def test_cancelled_appends_never_half_write_and_never_poison_the_pool(migr
             assert got.state["n"] == int(got.events[-1].content.parts[0].text[1:])
         await svc.append_event(got, ev("after", n=-1))  # connections in the pool still work
         assert (await _counts(svc, s.id))[0] == rows + 1
+    finally:
+        await svc.close()
+
+
+async def test_batching_can_be_turned_off_in_the_url(migrated_url):
+    """Behind a proxy that refuses multi-statements: the same statements, one round trip each."""
+    svc = OceanBaseSessionService(f"{migrated_url}?batch_statements=false")
+    assert svc.config.batch_statements is False
+    try:
+        s = await svc.create_session(app_name="hp4", user_id="u", state={"user:a": 1})
+        stale = await svc.get_session(app_name="hp4", user_id="u", session_id=s.id)
+        e = ev("x", k=1)
+        await svc.append_event(s, e)
+        await svc.append_event(s, e)  # redelivery
+        with pytest.raises(StaleSessionError):
+            await svc.append_event(stale, ev("stale", k=2))
+        async with svc._raw_tx() as tx:
+            assert tx._multi is False
+        got = await svc.get_session(app_name="hp4", user_id="u", session_id=s.id)
+        assert got.state == {"user:a": 1, "k": 1} and len(got.events) == 1
     finally:
         await svc.close()
 
