@@ -217,7 +217,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         whole_session: bool,
     ) -> None:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        sid = check_id("session_id", session_id) if session_id is not None else None
+        sid = check_id("session_id", session_id) if session_id else None  # "" means no session, as before
         meta = dict(custom_metadata or {})
         await self._engine()
         if self._extractor is None:
