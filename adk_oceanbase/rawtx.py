@@ -49,7 +49,7 @@ class RawTransaction:
         self._dialect = dialect
         self._multi = batch and bool(cursor.connection.client_flag & CLIENT.MULTI_STATEMENTS)
         self.finished = False
-        """True once the transaction was committed or rolled back explicitly."""
+        """True once a batch ended with COMMIT: the context manager then commits nothing more."""
 
     async def batch(self, statements: Sequence[tuple[str, Any]]) -> list[Result]:
         """Runs ``statements`` in order, in one round trip when the connection allows it.
