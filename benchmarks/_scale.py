@@ -120,7 +120,7 @@ def _user_rows(i: int, layout: str, n: int) -> np.ndarray:
 
 async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, seed: int, batch: int = 500) -> float:
     """Multi-row INSERTs straight into agent_memories as ``ready`` rows (no embedding queue)."""
-    from adk_oceanbase.memory.extraction import embedding_text
+    from adk_oceanbase.memory.extraction import search_text
 
     n = len(vecs)
     rng = random.Random(seed)
@@ -135,7 +135,7 @@ async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, seed: int, batch:
         for i in range(lo, hi):
             content = sentence(rng, i)
             created = t0 + timedelta(minutes=i)
-            args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, embedding_text("user", created, content),
+            args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, search_text("user", created, content),
                      hashlib.sha256(content.encode()).hexdigest(), created, created, _vec_text(vecs[i]), MODEL]
         async with db.engine.begin() as conn:
             await conn.exec_driver_sql(f"INSERT INTO agent_memories ({cols}) VALUES " + ",".join([row] * (hi - lo)),
@@ -415,7 +415,7 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     with seekdb_or_url(args.url, memory_budget="4G") as server:
         print_environment(result["environment"])
         print(f"\n== scale: {args.scale} memories in one app, {args.scale_queries} queries, candidate pool {pool}")
-        for layout in ("users", "single"):  # printed as each finishes: a killed run keeps what it measured
+        for layout in args.scale_layouts.split(","):  # printed as each finishes: a killed run keeps what it measured
             result["layouts"][layout] = await _run_layout(args, layout, server, efs, pool)
             _print_layout(result["layouts"][layout])
     return result

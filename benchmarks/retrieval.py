@@ -282,6 +282,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
     p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
     p.add_argument("--scale-queries", type=int, default=200, help="scale mode: queries for the SQL runs")
+    p.add_argument("--scale-layouts", default="users,single", help="scale mode: users (1,000 x N/1,000) and/or single (1 x N)")
     p.add_argument("--scale-service-queries", type=int, default=20, help="scale mode: queries through the service")
     p.add_argument("--ef-search", default="64", help="scale mode: comma list of ob_hnsw_ef_search values")
     p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")

@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import logging
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -91,7 +92,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         self.settings = settings or MemorySettings()
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
-        self._authors: dict[tuple[str, str], tuple[float, frozenset[str]]] = {}
+        self._authors: dict[tuple[str, str], _UserProfile] = {}
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -361,7 +362,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
         engine = await self._engine()
-        drop = await self._author_terms(app, user) if s.fulltext_drop_authors else frozenset()
+        profile = await self._profile(app, user)
+        drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
         # A zero full-text weight skips the MATCH candidates altogether.
         ft_query = q.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
         qvec = await self._query_vector(query)
@@ -372,7 +374,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         try:
             async with engine.connect() as conn:
                 if use_sql:
-                    hits = await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
+                    hits = await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile.big)
                 else:
                     hits = await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
                 if hits and (s.bump_access if bump_access is None else bump_access):
@@ -386,28 +388,35 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             raise mapped from exc
         return hits
 
-    async def _author_terms(self, app: str, user: str) -> frozenset[str]:
-        """Stems of the user's memory authors' names, cached ``author_cache_s`` (see ``fulltext_drop_authors``)."""
+    async def _profile(self, app: str, user: str) -> _UserProfile:
+        """The user's author-name stems and whether they are big, cached ``author_cache_s``.
+
+        Authors feed ``fulltext_drop_authors``; "big" (at least
+        ``fulltext_overfetch_rows`` memories) picks the over-fetch full-text form.
+        """
         key = (app, user)
         hit = self._authors.get(key)
         clock = time.monotonic()
-        if hit is not None and clock - hit[0] < self.settings.author_cache_s:
-            return hit[1]
-        stmt, params = q.user_authors(app, user)
+        if hit is not None and clock - hit.at < self.settings.author_cache_s:
+            return hit
         async with (await self._engine()).connect() as conn:
+            stmt, params = q.user_authors(app, user)
             names = [r[0] for r in (await conn.execute(stmt, params)).all()]
-        terms = _name_terms(names)
+            cap = self.settings.fulltext_overfetch_rows
+            stmt, params = q.user_rows_capped(app, user, cap)
+            big = int((await conn.execute(stmt, params)).scalar() or 0) >= cap
         if len(self._authors) > 10_000:
             self._authors.clear()
-        self._authors[key] = (clock, terms)
-        return terms
+        profile = _UserProfile(clock, _name_terms(names), big)
+        self._authors[key] = profile
+        return profile
 
     def _learn_authors(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> None:
         hit = self._authors.get((app, user))
         if hit is not None:
             new = _name_terms(d.author for d in drafts if d.author)
-            if not new <= hit[1]:
-                self._authors[(app, user)] = (hit[0], hit[1] | new)
+            if not new <= hit.author_terms:
+                self._authors[(app, user)] = dataclasses.replace(hit, author_terms=hit.author_terms | new)
 
     async def _query_vector(self, query: str) -> Any:
         try:
@@ -416,19 +425,24 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             logger.warning("query embedding failed; searching full-text only", exc_info=True)
             return None
 
-    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
+    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, big=False) -> list[MemoryHit]:
         dialect, s = self._db.dialect, self.settings
         if s.vector_search == "ann" and qvec is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
             stmt, params = q.set_ef_search(max(s.ef_search or 64, s.candidate_pool))
             await conn.execute(stmt, params)
-        stmt, params = q.hybrid_search(
-            app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
-            query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
-            settings=s, filters=flt, min_score=ms,
-        )
-        rows = (await conn.execute(stmt, params)).all()
+        over = max(s.fulltext_overfetch, s.candidate_pool) if big and query else None
+        while True:
+            stmt, params = q.hybrid_search(
+                app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
+                query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
+                settings=s, filters=flt, min_score=ms, fulltext_overfetch=over,
+            )
+            rows = (await conn.execute(stmt, params)).all()
+            if over is None or (rows and rows[0].ft_n >= s.candidate_pool):
+                break
+            over = None  # too few of the user's rows among the table's best matches: filter first
         return [
             _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score), float(r.ctx)))
             for r in rows
@@ -456,3 +470,12 @@ def _name_terms(names: Any) -> frozenset[str]:
         if len(words) == 1:
             out.add(words[0])
     return frozenset(out)
+
+
+@dataclass(frozen=True)
+class _UserProfile:
+    """What search needs to know about a user, cached per (app, user)."""
+
+    at: float
+    author_terms: frozenset[str]
+    big: bool
