@@ -28,12 +28,13 @@ makes the filtered ANN scan iterate: 88 ms vs 12 ms at pool 200):
 * ``vec_*``: the vector half alone, as the service's ANN candidate CTE runs
   it (tenant + liveness filter); ``LIMIT 10`` and ``LIMIT pool``; recall@10
   of the first ten rows against exact; the plan's operators are kept.
-* ``ft_*``: the full-text half alone (ik parser): the filtered form the
-  service uses, and an over-fetch form (unfiltered top-k, filtered outside)
-  with its recall of the filtered form's list.
+* ``ft_*``: the full-text half alone (ik parser): the filtered form small
+  users get, and an over-fetch form (unfiltered top-k, filtered outside, what
+  users past ``fulltext_overfetch_rows`` get) with its recall of the filtered list.
 * ``service_*``: ``OceanBaseMemoryService.search`` end to end (hybrid SQL),
   query vector served by a lookup embedder so embedding time is excluded,
-  with and without the full-text half (``--scale-service-queries``).
+  with and without the full-text half (``--scale-service-queries``); the
+  ``..._filtered_ft`` run forces the filtered full-text form for comparison.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ import argparse
 import hashlib
 import logging
 import random
-import re
 import time
 from datetime import datetime, timedelta
 from typing import Any, Sequence
@@ -168,67 +168,6 @@ async def _rebuild_index(conn: Any, res: dict[str, Any]) -> None:
     start = time.perf_counter()
     await conn.execute(text("CALL DBMS_VECTOR.REBUILD_INDEX('ix_memories_embedding', 'agent_memories', 'embedding', 0)"))
     res["rebuild_seconds"] = time.perf_counter() - start
-
-
-_FT_CTE = re.compile(
-    r"ft AS \(SELECT f\.memory_id, MATCH\(f\.search_text\) AGAINST\(:qtext\) AS fts FROM agent_memories f "
-    r"WHERE (.*?) AND MATCH\(f\.search_text\) AGAINST\(:qtext\) ORDER BY fts DESC, f\.memory_id LIMIT :pool\)", re.S)
-
-
-def proposed_statement(sql: str, overfetch: int | None) -> str | None:
-    """The hybrid statement with the changes this benchmark argues for (None if the text no longer matches).
-
-    1. ``LEADING(c m) USE_NL(m)`` on the join back: the optimizer estimates the
-       ``ann`` CTE at ~150k rows (it ignores the LIMIT), hash-joins and full-scans
-       agent_memories (72 ms at 100k one user; 15.6 ms with the hint).
-    2. ``overfetch``: the full-text CTE as the text index's own unfiltered top-k
-       (score-pruned), tenant filter outside; the filtered form index-backs every
-       matching row (300 ms at 100k one user).
-    """
-    head = "SELECT m.memory_id,"
-    if head not in sql:
-        return None
-    sql = sql.replace(head, "SELECT /*+ LEADING(c m) USE_NL(m) */ m.memory_id,", 1)
-    if overfetch:
-        sql, hits = _FT_CTE.subn(lambda m: (
-            "ft AS (SELECT f.memory_id, o.fts FROM (SELECT memory_id, MATCH(search_text) AGAINST(:qtext) AS fts "
-            f"FROM agent_memories WHERE MATCH(search_text) AGAINST(:qtext) ORDER BY fts DESC LIMIT {int(overfetch)}) o "
-            "JOIN agent_memories f ON f.memory_id = o.memory_id WHERE " + m.group(1) +
-            " ORDER BY o.fts DESC, f.memory_id LIMIT :pool)"), sql)
-        if hits != 1:
-            return None
-    return sql
-
-
-async def _proposed_runs(db: Any, qtexts: list[str], qvecs: np.ndarray, users: list[str]) -> dict[str, Any]:
-    """The hybrid statement built by ``queries.hybrid_search``, patched by :func:`proposed_statement`."""
-    from adk_oceanbase.memory import queries as mq
-    from adk_oceanbase.memory.settings import MemorySettings
-
-    out: dict[str, Any] = {}
-    for pool in (100, 200):
-        settings = MemorySettings(candidate_pool=pool)
-        for label, overfetch in ((f"proposed_hybrid_pool{pool}_nl", None),
-                                 (f"proposed_hybrid_pool{pool}_nl_ft_overfetch{2 * pool}", 2 * pool)):
-            lat = []
-            async with db.engine.connect() as conn:
-                await conn.execute(text(f"SET ob_hnsw_ef_search = {max(64, pool)}"))
-                for i, (qt, qv, u) in enumerate(zip(qtexts, qvecs, users)):
-                    ftq = mq.fulltext_query(qt) if hasattr(mq, "fulltext_query") else qt
-                    stmt, params = mq.hybrid_search(
-                        app_name=APP, user_id=u, query_vector=_vec_text(qv), query_text=ftq, embedding_model=MODEL,
-                        now=datetime(2025, 1, 1), top_k=10, weights=settings.weights, settings=settings)
-                    sql = proposed_statement(str(stmt), overfetch)
-                    if sql is None:
-                        out[label] = {"skipped": "hybrid_search's text changed; update proposed_statement"}
-                        break
-                    start = time.perf_counter()
-                    (await conn.execute(text(sql), params)).fetchall()
-                    if i >= 2:
-                        lat.append(time.perf_counter() - start)
-                else:
-                    out[label] = {"latency": summarise_latencies(lat)}
-    return out
 
 
 def _recall(found: list[list[str]], truth: list[list[str]]) -> float:
@@ -367,14 +306,12 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
         modes += [(f"service_{tag}_exact", {"vector_search": "exact"}, ft),
                   (f"service_{tag}_ann_ef_default", {"vector_search": "ann"}, ft),
                   (f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, ft)]
+    # The full-text candidates filtered to the user first (the form small users get), for comparison
+    # with the over-fetch form big users get by default.
+    modes.append((f"service_hybrid_ann_ef{ef_pool}_filtered_ft",
+                  {"vector_search": "ann", "ef_search": ef_pool, "fulltext_overfetch_rows": 10**12}, True))
     if ns:
         res["service"] = await _service_runs(url, embedder, qtexts[:ns], users[:ns], modes)
-        db = Database(Config.from_url(url))
-        await db.start()
-        try:
-            res["service"].update(await _proposed_runs(db, qtexts[:ns], qvecs[:ns], users[:ns]))
-        finally:
-            await db.close()
     return res
 
 
