@@ -92,7 +92,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         self.settings = settings or MemorySettings()
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
-        self._authors: dict[tuple[str, str], _UserProfile] = {}
+        self._profiles: dict[tuple[str, str], _UserProfile] = {}
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -342,7 +342,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         bump_access: bool | None = None,
         now: datetime | None = None,
     ) -> list[MemoryHit]:
-        """Hybrid search: semantic + full-text + recency + frequency + importance, best first.
+        """Hybrid search: semantic + full-text + recency + frequency + importance + context, best first.
 
         On OceanBase/seekdb the whole ranking is one SQL statement; on MySQL a
         SQL prefilter feeds the same formula in numpy.  Returned rows get their
@@ -395,7 +395,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         ``fulltext_overfetch_rows`` memories) picks the over-fetch full-text form.
         """
         key = (app, user)
-        hit = self._authors.get(key)
+        hit = self._profiles.get(key)
         clock = time.monotonic()
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
@@ -405,18 +405,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             cap = self.settings.fulltext_overfetch_rows
             stmt, params = q.user_rows_capped(app, user, cap)
             big = int((await conn.execute(stmt, params)).scalar() or 0) >= cap
-        if len(self._authors) > 10_000:
-            self._authors.clear()
+        if len(self._profiles) > 10_000:
+            self._profiles.clear()
         profile = _UserProfile(clock, _name_terms(names), big)
-        self._authors[key] = profile
+        self._profiles[key] = profile
         return profile
 
     def _learn_authors(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> None:
-        hit = self._authors.get((app, user))
+        hit = self._profiles.get((app, user))
         if hit is not None:
             new = _name_terms(d.author for d in drafts if d.author)
             if not new <= hit.author_terms:
-                self._authors[(app, user)] = dataclasses.replace(hit, author_terms=hit.author_terms | new)
+                self._profiles[(app, user)] = dataclasses.replace(hit, author_terms=hit.author_terms | new)
 
     async def _query_vector(self, query: str) -> Any:
         try:

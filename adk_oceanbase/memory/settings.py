@@ -119,8 +119,8 @@ class MemorySettings:
     Authors are cached per user for ``author_cache_s``."""
 
     author_cache_s: float = 300.0
-    """How long a user's author names are cached for ``fulltext_drop_authors`` (new authors
-    ingested by this process are added at once)."""
+    """How long a user's author names (``fulltext_drop_authors``) and size class
+    (``fulltext_overfetch_rows``) are cached; new authors ingested by this process are added at once."""
 
     fusion: Literal["linear", "minmax", "rrf"] = "linear"
     """How the semantic and full-text signals are put on one scale before weighting.
