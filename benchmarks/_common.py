@@ -16,11 +16,13 @@ import math
 import os
 import platform
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -368,7 +370,19 @@ def seekdb_or_url(url: str | None, **kwargs: Any) -> Iterator[SeekdbServer | Non
         yield None
         return
     server = start_seekdb(**kwargs)
+    # The server runs in its own session (start_new_session), so a SIGTERM to this
+    # process (timeout, pkill) would leave it running and merging in the background
+    # of later measurements; turn SIGTERM into SystemExit so the finally below runs.
+    previous = None
+    if threading.current_thread() is threading.main_thread():
+        previous = signal.signal(signal.SIGTERM, _exit_on_sigterm)
     try:
         yield server
     finally:
         server.stop()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_on_sigterm(signum: int, _frame: Any) -> None:
+    raise SystemExit(128 + signum)
