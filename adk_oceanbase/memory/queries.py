@@ -242,11 +242,10 @@ def hybrid_search(
     r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
     out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
     params["w_ctx"] = float(weights.context)
-    ft_n = "(SELECT COUNT(*) FROM ft)" if has_text else "0"
     ctx = _context_expr(settings.context_window) if weights.context else "0"
     base = "(:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp + :w_ctx * s.ctx)"
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, {base} AS score, {ft_n} AS ft_n
+SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, {base} AS score, s.ft_n
 FROM (
   SELECT q.*, {ctx} AS ctx
   FROM (
@@ -255,7 +254,8 @@ FROM (
       EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, r.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
       LEAST(LN(1 + r.access_count) / :freq_norm, 1) AS freq,
       {ft} AS ft,
-      r.importance_score AS imp
+      r.importance_score AS imp,
+      SUM(r.in_ft) OVER () AS ft_n
     FROM (
       SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts, {in_ft} AS in_ft
       FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}

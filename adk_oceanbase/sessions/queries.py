@@ -46,7 +46,6 @@ __all__ = [
     "select_sessions",
     "select_sessions_page",
     "select_state_for_list",
-    "select_state_rows",
     "select_user_state",
 ]
 
@@ -221,16 +220,6 @@ def unarchive_from(app: str, user: str, sid: str, *, min_seq: int) -> Update:
     return update(E).where(_event_key(app, user, sid), E.c.compacted_by >= min_seq).values(compacted_by=None)
 
 
-def _state_scopes(app: str, user: str, sid: str | None) -> Any:
-    conds = [
-        and_(ST.c.scope == APP, ST.c.user_id == "", ST.c.session_id == ""),
-        and_(ST.c.scope == USER, ST.c.user_id == user, ST.c.session_id == ""),
-    ]
-    if sid is not None:
-        conds.append(and_(ST.c.scope == SESSION, ST.c.user_id == user, ST.c.session_id == sid))
-    return and_(ST.c.app_name == app, or_(*conds))
-
-
 SELECT_STATE_ROWS = select(ST.c.scope, ST.c.state_key, ST.c.value_json).where(
     ST.c.app_name == bindparam("app"),
     or_(
@@ -240,11 +229,6 @@ SELECT_STATE_ROWS = select(ST.c.scope, ST.c.state_key, ST.c.value_json).where(
     ),
 )
 """App, user and session state rows of one session: three primary-key range seeks."""
-
-
-def select_state_rows(app: str, user: str, sid: str | None) -> Select:
-    """App, user and (optionally) session state rows: three primary-key range seeks."""
-    return select(ST.c.scope, ST.c.state_key, ST.c.value_json).where(_state_scopes(app, user, sid))
 
 
 def select_user_state(app: str, user: str) -> Select:
