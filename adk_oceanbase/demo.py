@@ -10,18 +10,22 @@ keeps a scratch value in ``temp:`` state (never stored).
    the same database and print the resumed session.
 3. A *new* session asks about the first one: the agent answers from the
    memory service's hybrid search, printed with its per-signal scores.
+4. A fact that changed (``add_memory``, last year vs last month): the question
+   is worded like the old fact; the version signal lets the newer one win.
 """
 
 from __future__ import annotations
 
 import re
 import time
+from datetime import datetime, timedelta, timezone
 from typing import AsyncGenerator, Callable
 
 from google.adk.agents.base_agent import BaseAgent
 from google.adk.agents.invocation_context import InvocationContext
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
+from google.adk.memory.memory_entry import MemoryEntry
 from google.adk.runners import Runner
 from google.genai import types
 
@@ -40,6 +44,8 @@ TURNS = [
     "What do you know about me?",
 ]
 RECALL = "Where does my sister work?"
+FACTS = [("Lin lives in Hangzhou.", 300), ("Lin moved to Singapore for a new job.", 25)]  # (text, days ago)
+FACT_QUESTION = "Which city does Lin live in?"
 
 _NAME = re.compile(r"my name is (\w+)", re.I)
 _LIKE = re.compile(r"(?:i like|我也喜欢|我喜欢)\s*(.+?)[.!。 🍵]*$", re.I)
@@ -129,10 +135,24 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         hits = await memory.search(APP, USER, RECALL, top_k=3, bump_access=False)
         out("\ntop memories for that question (weighted: semantic, full-text, recency, frequency, importance, "
             "context = relevance of the turns next to it):")
-        for h in hits:
-            sig = h.signals
-            out(f"  {h.score:.3f}  sem={sig.semantic:.2f} ft={sig.fulltext:.2f} rec={sig.recency:.2f} "
-                f"freq={sig.frequency:.2f} imp={sig.importance:.2f} ctx={sig.context:.2f}  {h.entry.content.parts[0].text}")
+        _print_hits(hits, out)
+
+        out("\nfacts that change (add_memory): " + "; ".join(f"{t!r} {d} days ago" for t, d in FACTS))
+        now = datetime.now(timezone.utc)
+        await memory.add_memory(app_name=APP, user_id=USER, memories=[
+            MemoryEntry(id=f"demo-fact-{i}", author="user", timestamp=(now - timedelta(days=days)).isoformat(),
+                        content=types.Content(parts=[types.Part(text=txt)]))
+            for i, (txt, days) in enumerate(FACTS)
+        ])
+        await memory.flush()
+        only_facts = {"since": now - timedelta(days=400), "until": now - timedelta(days=1)}  # not today's turns
+        plain = await memory.search(APP, USER, FACT_QUESTION, top_k=2, filters=only_facts, weights={"version": 0},
+                                    bump_access=False)
+        current = await memory.search(APP, USER, FACT_QUESTION, top_k=2, filters=only_facts, bump_access=False)
+        out(f"  {FACT_QUESTION!r} without the version signal (full-text sees 'live' only in the old fact):")
+        _print_hits(plain, out)
+        out("  with it (ver = the full-text match the newer version shares; recency then decides):")
+        _print_hits(current, out)
         page = await svc.list_sessions_page(app_name=APP, user_id=USER, limit=5)
         out(f"\n{len(page.sessions)} most recent demo session(s) for {USER} (newest first):")
         for s in page.sessions:
@@ -142,6 +162,7 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
             "events": len(resumed.events),
             "state": dict(resumed.state),
             "recall": replies[-1] if replies else "",
+            "current_fact": current[0].entry.content.parts[0].text if current else "",
         }
     finally:
         await memory.close()
@@ -159,3 +180,11 @@ async def _converse(runner: Runner, session_id: str, turns: list[str], out: Call
                 out(f"  agent> {event.content.parts[0].text}")
                 replies.append(event.content.parts[0].text)
     return replies
+
+
+def _print_hits(hits, out: Callable[[str], None]) -> None:
+    for h in hits:
+        sig = h.signals
+        out(f"  {h.score:.3f}  sem={sig.semantic:.2f} ft={sig.fulltext:.2f} rec={sig.recency:.2f} "
+            f"freq={sig.frequency:.2f} imp={sig.importance:.2f} ctx={sig.context:.2f} ver={sig.version:.2f}  "
+            f"{h.entry.content.parts[0].text}")

@@ -12,7 +12,7 @@ from google.genai import types
 from sqlalchemy import text
 
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
-from adk_oceanbase.memory import queries as q
+from adk_oceanbase.memory import search_sql as sq
 from adk_oceanbase.memory.lexical import stem_text
 
 APP, USER = "app", "u1"
@@ -76,19 +76,21 @@ async def test_sql_and_numpy_paths_rank_the_same(seeded_pristine, fusion):
     np_settings = dataclasses.replace(sql_svc.settings, scoring="numpy")
     np_svc = OceanBaseMemoryService(database=sql_svc.database, embedder=sql_svc.embedder, settings=np_settings)
     try:
-        compared = 0
+        compared, borrowed = 0, 0
         for query in QUERIES:
             a = await sql_svc.search(APP, USER, query, top_k=15)
             b = await np_svc.search(APP, USER, query, top_k=15)
             assert len(a) == 15 and len(b) == 15
             assert [h.memory_id for h in a] == [h.memory_id for h in b], query
             for x, y in zip(a, b):
-                for f in ("semantic", "recency", "frequency", "fulltext", "importance", "score"):
+                for f in ("semantic", "recency", "frequency", "fulltext", "importance", "version", "score"):
                     assert getattr(x.signals, f) == pytest.approx(getattr(y.signals, f), abs=1e-4), (query, f)
             compared += 1
+            borrowed += sum(h.signals.version > 0 for h in a)
             # The ranking is not trivially driven by one signal.
             assert len({round(h.signals.recency, 3) for h in a}) > 1
         assert compared == len(QUERIES)
+        assert borrowed > 0  # the version signal (facts lending full-text matches) was compared too
     finally:
         await np_svc.close()
 
@@ -113,7 +115,7 @@ async def test_ann_path_recall_against_exact(seeded):
 
 async def explain(database, settings: MemorySettings) -> str:
     vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
-    stmt, params = q.hybrid_search(
+    stmt, params = sq.hybrid_search(
         app_name=APP, user_id=USER, query_vector=vec, query_text="apple", embedding_model="hash-v1-384",
         now=datetime(2024, 6, 1), top_k=10, weights=settings.weights, settings=settings,
     )
@@ -184,25 +186,25 @@ async def test_recency_is_measured_from_the_newest_candidate_on_both_paths(seede
 
 
 def test_fulltext_query_drops_english_function_words_and_stems_like_the_index():
-    assert q.fulltext_query("When did Caroline go to the LGBTQ support groups?") == "carolin go lgbtq support group"
-    assert q.fulltext_query("苹果 咖啡 in Paris") == "苹果 咖啡 paris"
-    assert q.fulltext_query("what is it?") == "what is it"  # nothing but stopwords: every word kept
-    assert q.fulltext_query("the painting", drop_stopwords=False) == "the paint"
+    assert sq.fulltext_query("When did Caroline go to the LGBTQ support groups?") == "carolin go lgbtq support group"
+    assert sq.fulltext_query("苹果 咖啡 in Paris") == "苹果 咖啡 paris"
+    assert sq.fulltext_query("what is it?") == "what is it"  # nothing but stopwords: every word kept
+    assert sq.fulltext_query("the painting", drop_stopwords=False) == "the paint"
     # the query and the indexed text meet on the same keys
-    assert set(q.fulltext_query("What did Melanie paint?").split()) <= set(stem_text("8 May 2023, Melanie: I painted a lake").split())
+    assert set(sq.fulltext_query("What did Melanie paint?").split()) <= set(stem_text("8 May 2023, Melanie: I painted a lake").split())
 
 
 async def test_big_users_take_full_text_candidates_from_the_tables_best_matches(seeded_pristine, monkeypatch):
     """The over-fetch form gives the same answers when it can, and falls back when it cannot."""
     svc = seeded_pristine
     forms: list[int | None] = []
-    real = q.hybrid_search
+    real = sq.hybrid_search
 
     def spy(**kw):
         forms.append(kw.get("fulltext_overfetch"))
         return real(**kw)
 
-    monkeypatch.setattr(q, "hybrid_search", spy)
+    monkeypatch.setattr(sq, "hybrid_search", spy)
     big = OceanBaseMemoryService(
         database=svc.database, embedder=svc.embedder,
         settings=dataclasses.replace(svc.settings, fulltext_overfetch_rows=100, fulltext_overfetch=200),

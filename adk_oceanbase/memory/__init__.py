@@ -2,7 +2,7 @@
 
 from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
 from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
-from .queries import SearchFilters
+from .search_sql import SearchFilters
 from .scoring import Signals
 from .service import MemoryHit, OceanBaseMemoryService
 from .settings import MemorySettings, ScoreWeights

@@ -1,11 +1,11 @@
-"""The hybrid score in numpy: the MySQL/MariaDB path, mirroring ``queries.hybrid_search`` exactly.
+"""The hybrid score in numpy: the MySQL/MariaDB path, mirroring ``search_sql.hybrid_search`` exactly.
 
 MySQL has no vector distance, so the SQL prefilter (tenant, filters, newest
 ``numpy_scan_limit`` rows, ``MATCH`` score) brings rows here and the same
 candidate construction and formula run in numpy: top ``candidate_pool`` by
 cosine, union top ``candidate_pool`` by full-text, the two put on one scale
-by ``settings.fusion``, recency from the newest candidate (or now), then the
-weighted sum.  A test checks that both
+by ``settings.fusion``, recency from the newest candidate (or now), the
+context and version signals, then the weighted sum.  A test checks that both
 paths rank the same memories the same way on seekdb.
 """
 
@@ -34,10 +34,11 @@ class Signals:
     importance: float
     score: float
     context: float = 0.0
+    version: float = 0.0
 
 
 def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
-    """Semantic and full-text signals of the candidates, as ``queries._fusion_exprs`` computes them."""
+    """Semantic and full-text signals of the candidates, as ``search_sql._fusion_exprs`` computes them."""
     n = len(rows)
     sem_sig, ft_sig = np.zeros(n), np.zeros(n)
     vec_c = np.flatnonzero(cand & has_vec)
@@ -63,7 +64,7 @@ def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, 
 
 
 def _context(rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, window: int) -> np.ndarray:
-    """``queries._context_expr`` in numpy: best candidate-neighbour relevance within ``window`` positions."""
+    """``search_sql._context_expr`` in numpy: best candidate-neighbour relevance within ``window`` positions."""
     out = np.zeros(len(rows))
     if window < 1:
         return out
@@ -78,6 +79,26 @@ def _context(rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, windo
             near = [relevance[j] for j in members if j != i and 0 < abs(rows[j].turn_pos - pos) <= window]
             if near:
                 out[i] = max(max(near), 0.0)
+    return out
+
+
+def _version(rows, eligible, relevance, sem, ft, unit, settings: MemorySettings) -> np.ndarray:
+    """``search_sql._version_ctes`` in numpy: the full-text signal each top fact borrows from its best version."""
+    out = np.zeros(len(rows))
+    facts = [int(i) for i in np.flatnonzero(eligible) if not (rows[i].extractor or "").startswith("turn:")]
+    top = sorted(facts, key=lambda i: (-relevance[i], rows[i].memory_id))[: settings.version_pool]
+    if len(top) < 2:
+        return out
+    idx = np.array(top)
+    vecs = np.array([unit[i] for i in top])
+    own = ft[idx]
+    pair = (
+        (1.0 - vecs @ vecs.T <= 1.0 - settings.version_similarity)
+        & (np.abs(sem[idx][:, None] - sem[idx][None, :]) <= settings.version_band)
+        & (own[None, :] > own[:, None])
+    )
+    best = np.where(pair, own[None, :], -np.inf).max(axis=1)
+    out[idx] = np.where(np.isfinite(best), best - own, 0.0)
     return out
 
 
@@ -100,6 +121,7 @@ def rank_rows(
     pool = settings.candidate_pool
     sem = np.zeros(n)
     has_vec = np.zeros(n, dtype=bool)
+    unit: dict[int, np.ndarray] = {}  # row -> its embedding scaled to length 1 (the version signal)
     if query_vector is not None:
         q = np.asarray(query_vector, dtype=np.float64)
         q = q / (np.linalg.norm(q) or 1.0)
@@ -111,7 +133,8 @@ def rank_rows(
                 continue
             v = v.astype(np.float64)
             norm = np.linalg.norm(v)
-            sem[i] = float(v @ q / norm) if norm else 0.0
+            unit[i] = v / norm if norm else v
+            sem[i] = float(unit[i] @ q)
             has_vec[i] = True
     fts = np.array([float(r.fts or 0.0) for r in rows])
     cand = np.zeros(n, dtype=bool)
@@ -131,7 +154,11 @@ def rank_rows(
     ref = now
     if settings.recency_reference == "newest" and cand.any():
         ref = min(now, max(rows[i].created_at for i in np.flatnonzero(cand)))
-    ctx = _context(rows, cand, weights.semantic * sem_sig + weights.fulltext * ft_sig, settings.context_window)
+    relevance = weights.semantic * sem_sig + weights.fulltext * ft_sig
+    ctx = _context(rows, cand, relevance, settings.context_window)
+    ver = np.zeros(n)
+    if weights.version and query_vector is not None:
+        ver = _version(rows, cand & has_vec, relevance, sem, ft_sig, unit, settings)
     out: list[tuple[Any, Signals]] = []
     for i in np.flatnonzero(cand):
         r = rows[i]
@@ -142,6 +169,7 @@ def rank_rows(
         imp = float(r.importance_score)
         s = float(sem_sig[i])
         c = float(ctx[i]) if weights.context else 0.0
+        v = float(ver[i])
         score = (
             weights.semantic * s
             + weights.recency * rec
@@ -149,9 +177,10 @@ def rank_rows(
             + weights.fulltext * ft
             + weights.importance * imp
             + weights.context * c
+            + weights.version * v
         )
         if min_score is not None and score < min_score:
             continue
-        out.append((r, Signals(s, rec, freq, ft, imp, score, c)))
+        out.append((r, Signals(s, rec, freq, ft, imp, score, c, v)))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
     return out[:top_k]

@@ -28,11 +28,12 @@ from ..engine import Database
 from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
+from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .lexical import stem_text
 from .extraction import LlmExtractor, MemoryDraft, event_text, group_exchanges, memory_id_for, turn_drafts
-from .queries import SearchFilters
+from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
 from .settings import MemorySettings, ScoreWeights
@@ -342,7 +343,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         bump_access: bool | None = None,
         now: datetime | None = None,
     ) -> list[MemoryHit]:
-        """Hybrid search: semantic + full-text + recency + frequency + importance + context, best first.
+        """Hybrid search: semantic + full-text + recency + frequency + importance + context + version, best first.
 
         On OceanBase/seekdb the whole ranking is one SQL statement; on MySQL a
         SQL prefilter feeds the same formula in numpy.  Returned rows get their
@@ -365,10 +366,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
         # A zero full-text weight skips the MATCH candidates altogether.
-        ft_query = q.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
+        ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:
-            ft_query = q.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
+            ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
         now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
         try:
@@ -400,10 +401,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
         async with (await self._engine()).connect() as conn:
-            stmt, params = q.user_authors(app, user)
+            stmt, params = sq.user_authors(app, user)
             names = [r[0] for r in (await conn.execute(stmt, params)).all()]
             cap = self.settings.fulltext_overfetch_rows
-            stmt, params = q.user_rows_capped(app, user, cap)
+            stmt, params = sq.user_rows_capped(app, user, cap)
             big = int((await conn.execute(stmt, params)).scalar() or 0) >= cap
         if len(self._profiles) > 10_000:
             self._profiles.clear()
@@ -434,7 +435,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             await conn.execute(stmt, params)
         over = max(s.fulltext_overfetch, s.candidate_pool) if big and query else None
         while True:
-            stmt, params = q.hybrid_search(
+            stmt, params = sq.hybrid_search(
                 app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
                 query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
                 settings=s, filters=flt, min_score=ms, fulltext_overfetch=over,
@@ -444,12 +445,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 break
             over = None  # too few of the user's rows among the table's best matches: filter first
         return [
-            _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score), float(r.ctx)))
+            _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
+                        float(r.ctx), float(r.ver)))
             for r in rows
         ]
 
     async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
-        stmt, params = q.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings, filters=flt)
+        stmt, params = sq.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings, filters=flt)
         rows = (await conn.execute(stmt, params)).all()
         ranked = await asyncio.to_thread(
             rank_rows, rows, query_vector=qvec, embedding_model=self._embedder.model_name,

@@ -1,10 +1,11 @@
 """Frozen settings of the memory service: score weights, retrieval knobs, ingest policy, vectorizer.
 
-Defaults are measured (benchmarks/README.md, "retrieval.py"); the latest retune
-(context signal, stemming, author names out of the full-text query) is in each
-field's docstring.  Commands::
+Defaults are measured (benchmarks/README.md, "retrieval.py"); the latest retunes
+(context signal, stemming, author names out of the full-text query; then the
+version signal and its three knobs) are in each field's docstring.  Commands::
 
     HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --locomo locomo10.json --conversations 3 --grid
+    HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --systems dense,ours --seed 7 --ours vsim=0.6,vband=0.1
     HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --locomo locomo10.json --conversations 10 --out ...
 
 On LoCoMo (3 conversations, categories 1-4, R@10; same run: dense 0.483,
@@ -16,7 +17,8 @@ access history) and lifts the knowledge-update frequency subset 0.20 -> 0.83.
 RRF (0.555) and min-max (0.589) fusion did not beat linear.  The --grid rule
 (best LoCoMo R@10 among settings with knowledge-update R@1 >= dense + 0.20)
 picked 0.7/0.3, recency 0.2 @ 365 days, frequency 0.3, pool 200: LoCoMo 0.598,
-knowledge-update 0.389 vs dense 0.178.
+knowledge-update 0.389 vs dense 0.178 (first round; now 0.5/0.5 + context + version:
+LoCoMo 0.701, knowledge-update 0.456).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ __all__ = ["MemorySettings", "ScoreWeights"]
 
 @dataclass(frozen=True)
 class ScoreWeights:
-    """Weights of the six signals in ``score = Σ w_i * signal_i`` (each signal is in [0, 1], semantic in [-1, 1])."""
+    """Weights of the seven signals in ``score = Σ w_i * signal_i`` (each signal is in [0, 1], semantic in [-1, 1])."""
 
     semantic: float = 0.5
     """Cosine similarity ``1 - cosine_distance`` between query and memory embedding."""
@@ -63,6 +65,18 @@ class ScoreWeights:
 
     Measured (--grid, LoCoMo 10 conversations, R@10, 0.5/0.5): context 0 / 0.3 / 0.5 / 0.7 gave
     0.622 / 0.678 / 0.697 / 0.699 (window 2); window 3: 0.678 / 0.693 / 0.690."""
+
+    version: float = 0.5
+    """The full-text signal a *fact* borrows from a version of itself: ``max(0, best - own)`` over the
+    other facts near it (cosine >= ``version_similarity``) that the query sees about equally
+    (``version_band``).  Equal to ``fulltext`` (the default), a version's word match counts as the
+    fact's own; its semantic similarity stays its own, and recency / frequency pick the version.
+
+    A newer fact rarely repeats the old one's words ("Alice lives in Lisbon" -> "Alice moved to
+    Denver"), so for "Which city does Alice live in?" full-text crowned the outdated fact.  Dialogue
+    turns (records of what was said when) neither lend nor borrow.  Measured (knowledge-update R@1,
+    seeds 7/1/2/3; dense 0.178/0.211/0.167/0.189): 0 -> 0.311/0.311/0.300/0.333, 0.5 ->
+    0.456/0.544/0.511/0.489; LoCoMo (turns only) unchanged at 0.701 (benchmarks/README.md)."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,26 @@ class MemorySettings:
     """Turn positions on each side that count as neighbours for the context signal (0 turns it off).
 
     2 rather than 1: trivial turns ("ok", "thanks") are not stored but keep their positions."""
+
+    version_similarity: float = 0.6
+    """Cosine similarity between two facts' embeddings from which they may be versions of one fact.
+
+    Versions of one fact sit at ~0.67 (p10 0.59), a person's unrelated facts at ~0.61 (MiniLM, dated
+    texts), so this alone cannot tell them apart; ``version_band`` does the rest.  Measured (seekdb,
+    knowledge-update R@1, mean of seeds 7/1/2/3): 0.5 -> 0.522, 0.6 -> 0.500, 0.7 -> 0.394; 0.6
+    because at 0.5 most of a person's facts qualify.  Calibrated on MiniLM: re-check for other models."""
+
+    version_band: float = 0.1
+    """How much closer to the query (raw cosine) a fact's version may be and still lend it its match.
+
+    Versions answer the same question, so the query sees them about equally.  Measured (as above):
+    0.05 -> 0.445, 0.1 -> 0.500, 0.15 -> 0.478, unbounded -> 0.411 (the frequency subset falls
+    0.85 -> 0.65: every fact of the person borrows and the newest wins)."""
+
+    version_pool: int = 20
+    """Best-relevance fact candidates compared pairwise for the version signal (20 -> at most 190 pairs).
+
+    Measured (as above): 10 -> 0.506, 20 and 40 -> 0.500."""
 
     candidate_pool: int = 200
     """Candidates taken from each of the ANN and full-text lists before the final scoring.
