@@ -33,11 +33,12 @@ __all__ = ["OursSystem", "settings_from_overrides"]
 logger = logging.getLogger(__name__)
 
 APP = "bench"
-WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance", "context")
+WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance", "context", "version")
 
 
 def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
-    """Applies ``--ours`` overrides (weights, half_life_days, rec_now, pool, ef_search, exact) to ``MemorySettings``."""
+    """Applies ``--ours`` overrides (weights, half_life_days, rec_now, pool, ef_search, exact, window,
+    vsim/vband/vpool of the version signal) to ``MemorySettings``."""
     weights = dataclasses.replace(base.weights, **{k: v for k, v in overrides.items() if k in WEIGHT_KEYS})
     changes: dict[str, Any] = {"weights": weights}
     if "half_life_days" in overrides:
@@ -52,9 +53,16 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["consolidate"] = bool(overrides["consolidate"])
     if "window" in overrides:
         changes["context_window"] = int(overrides["window"])
+    if "vsim" in overrides:  # version signal: cosine from which two facts may be versions
+        changes["version_similarity"] = float(overrides["vsim"])
+    if "vband" in overrides:
+        changes["version_band"] = float(overrides["vband"])
+    if "vpool" in overrides:
+        changes["version_pool"] = int(overrides["vpool"])
     if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
         changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
-    unknown = set(overrides) - set(WEIGHT_KEYS) - {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window"}
+    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "vsim", "vband", "vpool"}
+    unknown = set(overrides) - set(WEIGHT_KEYS) - known
     if unknown:
         raise SystemExit(f"unknown --ours keys: {', '.join(sorted(unknown))}")
     return dataclasses.replace(base, **changes)
@@ -105,6 +113,7 @@ class OursSystem:
             "vector_search": s.vector_search,
             "ef_search": s.ef_search,
             "consolidate": s.consolidate,
+            "version": {"similarity": s.version_similarity, "band": s.version_band, "pool": s.version_pool},
             **self.ingest_stats,
         }
 

@@ -65,7 +65,7 @@ _WORDS = (
     "vacation apartment insurance concert deadline bicycle kitchen soccer novel podcast dentist"
 ).split()
 
-# The vector candidate list exactly as queries.hybrid_search filters it.
+# The vector candidate list exactly as search_sql.hybrid_search filters it.
 _WHERE = ("a.app_name = :app AND a.user_id = :user AND a.embed_status <> 'deleted' AND a.superseded_by IS NULL "
           "AND a.embedding_model = :model")
 VEC_SQL = "SELECT a.memory_id FROM agent_memories a WHERE " + _WHERE + \
@@ -200,34 +200,43 @@ async def _timed(conn: Any, sql: str, params_list: list[dict[str, Any]], ef: int
 
 
 async def _service_runs(url: str, embedder: LookupEmbedder, queries: list[str], users: list[str],
-                        modes: list[tuple[str, dict[str, Any], bool]]) -> dict[str, Any]:
-    """End-to-end ``search`` through the memory service (hybrid statement), full-text on and off."""
+                        groups: list[list[tuple[str, dict[str, Any], dict[str, float] | None]]]) -> dict[str, Any]:
+    """End-to-end ``search`` through the memory service (hybrid statement).
+
+    ``groups`` of modes (label, settings, weights) run one after another; the modes
+    of one group take turns query by query, so drift of the machine cannot pass for
+    a difference between them (an exact full scan between two ANN searches would
+    slow the second one down, which is why not everything is interleaved).
+    """
     from adk_oceanbase.config import Config
     from adk_oceanbase.memory import OceanBaseMemoryService
     from adk_oceanbase.memory.settings import MemorySettings
 
     out: dict[str, Any] = {}
-    for label, kw, fulltext in modes:
-        svc = OceanBaseMemoryService(config=Config.from_url(url), embedder=embedder,
-                                     settings=MemorySettings(bump_access=False, **kw))
-        weights = None if fulltext else {"fulltext": 0.0}
+    for modes in groups:
+        svcs = {label: OceanBaseMemoryService(config=Config.from_url(url), embedder=embedder,
+                                              settings=MemorySettings(bump_access=False, **kw))
+                for label, kw, _ in modes}
+        lat: dict[str, list[float]] = {label: [] for label, _, _ in modes}
         try:
-            lat = []
             for i, (q, u) in enumerate(zip(queries, users)):
-                start = time.perf_counter()
-                await svc.search(APP, u, q, top_k=10, weights=weights)
-                if i >= 2:  # the first two warm the connection and plan cache
-                    lat.append(time.perf_counter() - start)
-            out[label] = {"settings": kw, "fulltext": fulltext, "latency": summarise_latencies(lat)}
+                for label, _, weights in modes:
+                    start = time.perf_counter()
+                    await svcs[label].search(APP, u, q, top_k=10, weights=weights)
+                    if i >= 2:  # the first two warm the connections and plan caches
+                        lat[label].append(time.perf_counter() - start)
         finally:
-            await svc.close()
+            for svc in svcs.values():
+                await svc.close()
+        out.update({label: {"settings": kw, "weights": weights, "latency": summarise_latencies(lat[label])}
+                    for label, kw, weights in modes})
     return out
 
 
 async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: list[int], pool: int) -> dict[str, Any]:
     from adk_oceanbase.config import Config
     from adk_oceanbase.engine import Database
-    from adk_oceanbase.memory import queries as mq
+    from adk_oceanbase.memory import search_sql as msq
     from adk_oceanbase.migrations import upgrade
 
     n, nq = args.scale, args.scale_queries
@@ -281,7 +290,7 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
                 res[label] = {"latency": summarise_latencies(lat), "recall@10": _recall(found, truth),
                               "plan": await _explain(conn, sql, params[0])}
 
-            ftq = [mq.fulltext_query(t) if hasattr(mq, "fulltext_query") else t for t in qtexts]
+            ftq = [msq.fulltext_query(t) for t in qtexts]
             ftp = [{"app": APP, "user": u, "qtext": t, "k": pool} for u, t in zip(users, ftq)]
             exact_ft, lat = await _timed(conn, FT_FILTERED_SQL, ftp, None)
             res["ft_filtered"] = {"latency": summarise_latencies(lat), "plan": await _explain(conn, FT_FILTERED_SQL, ftp[0]),
@@ -300,18 +309,19 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
     embedder.table.update(zip(qtexts, qvecs))
     ns = args.scale_service_queries
     ef_pool = max(pool, 64)
-    modes: list[tuple[str, dict[str, Any], bool]] = []
-    for ft in (False, True):
-        tag = "hybrid" if ft else "vector_only"
-        modes += [(f"service_{tag}_exact", {"vector_search": "exact"}, ft),
-                  (f"service_{tag}_ann_ef_default", {"vector_search": "ann"}, ft),
-                  (f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, ft)]
-    # The full-text candidates filtered to the user first (the form small users get), for comparison
-    # with the over-fetch form big users get by default.
-    modes.append((f"service_hybrid_ann_ef{ef_pool}_filtered_ft",
-                  {"vector_search": "ann", "ef_search": ef_pool, "fulltext_overfetch_rows": 10**12}, True))
+    groups: list[list[tuple[str, dict[str, Any], dict[str, float] | None]]] = []
+    for tag, weights in (("vector_only", {"fulltext": 0.0}), ("hybrid", None)):
+        groups += [[(f"service_{tag}_exact", {"vector_search": "exact"}, weights)],
+                   [(f"service_{tag}_ann_ef_default", {"vector_search": "ann"}, weights)],
+                   [(f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, weights)]]
+    ann = {"vector_search": "ann", "ef_search": ef_pool}
+    # What the version signal costs (facts compared pairwise), interleaved with the defaults.
+    groups[-1].append((f"service_hybrid_ann_ef{ef_pool}_version_off", ann, {"version": 0.0}))
+    # The full-text candidates filtered to the user first (the form small users get), for
+    # comparison with the over-fetch form big users get by default.
+    groups.append([(f"service_hybrid_ann_ef{ef_pool}_filtered_ft", dict(ann, fulltext_overfetch_rows=10**12), None)])
     if ns:
-        res["service"] = await _service_runs(url, embedder, qtexts[:ns], users[:ns], modes)
+        res["service"] = await _service_runs(url, embedder, qtexts[:ns], users[:ns], groups)
     return res
 
 

@@ -277,7 +277,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--systems", default=",".join(ALL_SYSTEMS), help="comma list of " + ", ".join(ALL_SYSTEMS))
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--ours", default="", help="overrides for ours: semantic=,fulltext=,recency=,frequency=,"
-                   "importance=,half_life_days=,pool=,ef_search=,exact=1")
+                   "importance=,context=,version=,half_life_days=,pool=,ef_search=,exact=1,window=,"
+                   "vsim=,vband=,vpool=")
     p.add_argument("--grid", action="store_true", help="run the small tuning grid for ours instead")
     p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
     p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
