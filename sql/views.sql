@@ -1,6 +1,6 @@
 -- Analyst views over adk-oceanbase's tables (OceanBase/seekdb and MySQL/MariaDB alike).
--- Created by migration 0002 (`adk-oceanbase db upgrade`); this file is the readable copy and
--- tests/test_sql_files.py checks the views in a migrated database match it.
+-- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0009); this
+-- file is the readable copy and tests/test_sql_files.py checks a migrated database matches it.
 -- JSON payloads are LONGTEXT holding JSON: JSON_EXTRACT works on them directly.
 
 -- One row per session: who, when, how big.
@@ -10,14 +10,28 @@ SELECT app_name, user_id, session_id, created_at, updated_at,
        event_count, total_tokens, last_seq
 FROM agent_sessions;
 
--- One row per stored event with the readable bits pulled out of the JSON.
+-- One row per stored event with the readable bits pulled out of the JSON: the first text part
+-- wherever it sits (a thought or a tool call may come first), and JSON arrays of every tool call's
+-- and tool response's name (NULL when there is none).
 CREATE OR REPLACE VIEW v_session_events AS
 SELECT app_name, user_id, session_id, seq, event_time, author, event_type, invocation_id,
        token_count, is_final, compacted_by IS NOT NULL AS compacted,
-       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].text')) AS first_text,
-       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_call.name')) AS function_call,
-       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_response.name')) AS function_response
+       JSON_UNQUOTE(JSON_EXTRACT(JSON_EXTRACT(event_json, '$.content.parts[*].text'), '$[0]')) AS first_text,
+       JSON_EXTRACT(event_json, '$.content.parts[*].function_call.name') AS function_calls,
+       JSON_EXTRACT(event_json, '$.content.parts[*].function_response.name') AS function_responses
 FROM session_events;
+
+-- One row per tool call: an event that calls three tools gives three rows (JSON_TABLE over
+-- parts[*]; part_index is the call's 1-based position among the event's parts).
+CREATE OR REPLACE VIEW v_tool_calls AS
+SELECT e.app_name, e.user_id, e.session_id, e.seq, e.event_time, e.author, e.invocation_id,
+       e.compacted_by IS NOT NULL AS compacted, p.part_index, p.tool_name, p.call_id
+FROM session_events e,
+     JSON_TABLE(e.event_json, '$.content.parts[*]' COLUMNS (
+         part_index FOR ORDINALITY,
+         tool_name VARCHAR(256) PATH '$.function_call.name',
+         call_id VARCHAR(256) PATH '$.function_call.id')) p
+WHERE e.event_type IN ('function_call', 'function_response') AND p.tool_name IS NOT NULL;
 
 -- State as ADK shows it: app:/user: prefixes restored.
 CREATE OR REPLACE VIEW v_state AS

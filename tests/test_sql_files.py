@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import json
 import re
 from pathlib import Path
 
@@ -122,12 +123,22 @@ def test_mysql_ddl_file_differs_only_in_vector_storage():
     assert "embedding LONGBLOB" in my and "WITH PARSER" not in my and "VECTOR INDEX" not in my
 
 
-def test_views_file_matches_migration():
+def newest_views_revision():
+    """The newest revision module that defines ``VIEWS`` (each such revision redefines them all)."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("rev0002", migrations.script_location() / "versions" / "0002_analyst_views.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    files = sorted((migrations.script_location() / "versions").glob("[0-9]*.py"))
+    for path in reversed(files):
+        spec = importlib.util.spec_from_file_location(f"rev_{path.stem}", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        if hasattr(mod, "VIEWS"):
+            return mod
+    raise AssertionError("no revision defines VIEWS")
+
+
+def test_views_file_matches_migration():
+    mod = newest_views_revision()
     squash = lambda s: re.sub(r"\s+", " ", s).strip()  # noqa: E731
     from_file = {
         re.match(r"CREATE OR REPLACE VIEW (\w+) AS", s).group(1): squash(s.split(" AS", 1)[1])
@@ -137,6 +148,13 @@ def test_views_file_matches_migration():
 
 
 # ---------------------------------------------------------------- analyst queries
+async def run_query(conn, sql: str, params: dict):
+    """Runs an analyst file the way the mysql client would: ``SET @name = ...`` first, then the file as-is."""
+    for name, value in params.items():
+        await conn.execute(text(f"SET @{name} = :v"), {"v": value})
+    return await conn.execute(text(sql))
+
+
 def header(path: Path) -> dict[str, str]:
     out = {}
     for line in path.read_text().splitlines():
@@ -187,9 +205,11 @@ async def test_every_analyst_query_runs_and_is_documented(seeded, path):
     head = header(path)
     assert {"Purpose", "Parameters", "Output"} <= set(head), f"{path.name} needs Purpose/Parameters/Output header lines"
     sql = path.read_text()
-    params = {k: v for k, v in PARAMS.items() if f":{k}" in sql}
+    assert not re.search(r"(?<![:\w]):\w", sql.split("\n-- Output")[-1]), "bind @variables, not :params"
+    params = {k: v for k, v in PARAMS.items() if f"@{k}" in sql}
+    assert params, f"{path.name} takes no @parameter"
     async with seeded.engine.connect() as conn:
-        result = await conn.execute(text(sql), params)
+        result = await run_query(conn, sql, params)
         rows = result.all()
         columns = list(result.keys())
     assert columns == [c.strip() for c in head["Output"].split(",")]
@@ -198,12 +218,59 @@ async def test_every_analyst_query_runs_and_is_documented(seeded, path):
 
 async def test_analyst_queries_answer_correctly(seeded):
     async with seeded.engine.connect() as conn:
-        tools = (await conn.execute(text((SQL / "queries" / "tool_usage.sql").read_text()), {"app_name": "analytics"})).all()
-        transcript = (await conn.execute(text((SQL / "queries" / "session_transcript.sql").read_text()), PARAMS)).all()
-        memories = (await conn.execute(text((SQL / "queries" / "memory_overview.sql").read_text()), PARAMS)).all()
+        tools = (await run_query(conn, (SQL / "queries" / "tool_usage.sql").read_text(), {"app_name": "analytics"})).all()
+        transcript = (await run_query(conn, (SQL / "queries" / "session_transcript.sql").read_text(), PARAMS)).all()
+        memories = (await run_query(conn, (SQL / "queries" / "memory_overview.sql").read_text(), PARAMS)).all()
+        top = (await run_query(conn, (SQL / "queries" / "most_active_users.sql").read_text(), {**PARAMS, "limit": 1})).all()
         state = (await conn.execute(text("SELECT state_key, value_json FROM v_state WHERE user_id='alice' ORDER BY state_key"))).all()
     assert [(t.tool_name, t.calls, t.sessions) for t in tools] == [("get_weather", 2, 2)]
     assert [r.seq for r in transcript] == [1, 2, 3, 4]
-    assert transcript[0].text == "weather?" and transcript[1].text == "get_weather" and transcript[3].text == "20C"
+    assert transcript[0].text == "weather?" and json.loads(transcript[1].text) == ["get_weather"]
+    assert transcript[3].text == "20C"
+    assert [(u.user_id, u.events) for u in top] == [("alice", 4)]
     assert [(m.user_id, m.memories, m.searchable, m.pending_embedding, m.recalls) for m in memories] == [("alice", 2, 1, 1, 3)]
     assert [(s.state_key, s.value_json) for s in state] == [("done", "true"), ("user:tier", '"gold"')]
+
+
+async def multi_call_session(db: Database) -> None:
+    """One model turn calling four tools after a thought, then the four responses in one event."""
+    svc = OceanBaseSessionService(database=db)
+    s = await svc.create_session(app_name="tools", user_id="u", session_id="s")
+    calls = [("get_weather", "c1"), ("get_time", "c2"), ("get_weather", "c3"), ("book", "c4")]
+    parts = [types.Part(text="let me look", thought=True)] + [
+        types.Part(function_call=types.FunctionCall(name=n, id=i, args={})) for n, i in calls
+    ]
+    await svc.append_event(s, Event(author="bot", content=types.Content(role="model", parts=parts)))
+    responses = [types.Part(function_response=types.FunctionResponse(name=n, id=i, response={})) for n, i in calls]
+    await svc.append_event(s, Event(author="bot", content=types.Content(role="user", parts=responses)))
+    await svc.append_event(s, Event(author="bot", content=types.Content(role="model", parts=[types.Part(text="done")])))
+
+
+async def assert_every_call_counted(db: Database) -> None:
+    await multi_call_session(db)
+    async with db.engine.connect() as conn:
+        tools = (await run_query(conn, (SQL / "queries" / "tool_usage.sql").read_text(), {"app_name": "tools"})).all()
+        per_call = (await conn.execute(text(
+            "SELECT seq, part_index, tool_name, call_id FROM v_tool_calls WHERE app_name = 'tools' ORDER BY seq, part_index"
+        ))).all()
+        events = (await conn.execute(text(
+            "SELECT seq, first_text, function_calls, function_responses FROM v_session_events"
+            " WHERE app_name = 'tools' ORDER BY seq"
+        ))).all()
+    assert [(t.tool_name, t.calls, t.sessions) for t in tools] == [("get_weather", 2, 1), ("book", 1, 1), ("get_time", 1, 1)]
+    assert [tuple(r) for r in per_call] == [
+        (1, 2, "get_weather", "c1"), (1, 3, "get_time", "c2"), (1, 4, "get_weather", "c3"), (1, 5, "book", "c4")
+    ]
+    first, second, third = events
+    assert first.first_text == "let me look" and json.loads(first.function_calls) == ["get_weather", "get_time", "get_weather", "book"]
+    assert first.function_responses is None
+    assert second.function_calls is None and json.loads(second.function_responses) == ["get_weather", "get_time", "get_weather", "book"]
+    assert third.first_text == "done" and third.function_calls is None
+
+
+async def test_every_tool_call_of_a_multi_part_event_is_counted(database):
+    await assert_every_call_counted(database)
+
+
+async def test_every_tool_call_counted_on_mariadb(mariadb_database):
+    await assert_every_call_counted(mariadb_database)

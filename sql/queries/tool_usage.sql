@@ -1,9 +1,9 @@
--- Purpose: which tools the agents call, how often, and in how many sessions.
--- Parameters: :app_name
+-- Purpose: which tools the agents call, how often, and in how many sessions (every call of an
+--          event counts: v_tool_calls has one row per function_call part).
+-- Parameters: @app_name
 -- Output: tool_name, calls, sessions
-SELECT JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.content.parts[0].function_call.name')) AS tool_name,
-       COUNT(*) AS calls, COUNT(DISTINCT user_id, session_id) AS sessions
-FROM session_events
-WHERE app_name = :app_name AND event_type = 'function_call'
+SELECT tool_name, COUNT(*) AS calls, COUNT(DISTINCT user_id, session_id) AS sessions
+FROM v_tool_calls
+WHERE app_name = @app_name
 GROUP BY tool_name
 ORDER BY calls DESC, tool_name;
