@@ -237,3 +237,34 @@ async def test_rebuild_vector_index_keeps_search_working(memory, database):
     assert await memory.rebuild_vector_index() is True
     hits = await memory.search(APP, USER, "what car do I drive?", top_k=1)
     assert hits[0].entry.content.parts[0].text == "My car is a blue Volvo"
+
+
+async def test_search_memory_size_and_access_counting_come_from_settings(database):
+    """ADK's tools call search_memory: how many it returns and whether that is an access are settings."""
+    texts = [f"The locker number {i} belongs to the swimming club." for i in range(6)]
+
+    async def access_counts() -> list[int]:
+        async with database.engine.connect() as conn:
+            return sorted((await conn.execute(text("SELECT access_count FROM agent_memories"))).scalars())
+
+    quiet = OceanBaseMemoryService(
+        database=database, embedder=HashEmbedder(),
+        settings=MemorySettings(top_k=5, search_memory_top_k=2, search_memory_counts_access=False),
+    )
+    counting = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(top_k=5))
+    try:
+        now = time.time()
+        await quiet.add_events_to_memory(app_name=APP, user_id=USER, events=[ev("user", t, now - i) for i, t in enumerate(texts)])
+        await quiet.flush()
+        res = await quiet.search_memory(app_name=APP, user_id=USER, query="swimming club locker")
+        assert len(res.memories) == 2
+        assert await access_counts() == [0] * 6  # not an access
+        assert len(await quiet.search(APP, USER, "swimming club locker")) == 5  # search keeps top_k
+        assert await access_counts() == [0] + [1] * 5  # and bump_access (default True)
+
+        res = await counting.search_memory(app_name=APP, user_id=USER, query="swimming club locker")
+        assert len(res.memories) == 5  # search_memory_top_k unset: top_k
+        assert sum(await access_counts()) == 10  # counted as an access: bump_access
+    finally:
+        await quiet.close()
+        await counting.close()

@@ -327,7 +327,12 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     # --------------------------------------------------------------- search
     @override
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
-        hits = await self.search(app_name, user_id, query)
+        """ADK's search (its memory tools call it): ``search_memory_top_k`` hits, counted as an access
+        unless ``search_memory_counts_access`` says otherwise (see :class:`MemorySettings`)."""
+        s = self.settings
+        hits = await self.search(
+            app_name, user_id, query, top_k=s.search_memory_top_k, bump_access=s.search_memory_counts_access
+        )
         return SearchMemoryResponse(memories=[h.entry for h in hits])
 
     async def search(

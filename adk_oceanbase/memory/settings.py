@@ -203,6 +203,15 @@ class MemorySettings:
     bump_access: bool = True
     """After a search, add 1 to ``access_count`` and set ``last_accessed_at`` of returned rows (one UPDATE)."""
 
+    search_memory_top_k: int | None = None
+    """How many memories ADK's path (``search_memory``: ``load_memory`` / ``preload_memory`` tools) returns;
+    ``None`` means ``top_k``.  Each one lands in the model's prompt, so agents often want fewer than a search."""
+
+    search_memory_counts_access: bool | None = None
+    """Whether ADK's ``search_memory`` counts as an access (frequency signal, ``last_accessed_at``);
+    ``None`` means ``bump_access``.  ``preload_memory`` searches on every turn, so every preloaded memory
+    gains frequency whether or not the model used it: evaluations and some agents turn this off."""
+
     include_superseded: bool = False
     """Return memories an LLM extractor marked as superseded by a newer fact."""
 
