@@ -3,6 +3,7 @@
     adk-oceanbase demo [--url URL]
     adk-oceanbase db upgrade|current [--url URL]
     adk-oceanbase db downgrade REVISION [--url URL]
+    adk-oceanbase import-adk --from ADK_URL [--url URL] [--app APP]
 """
 
 from __future__ import annotations
@@ -38,7 +39,31 @@ def _parser() -> argparse.ArgumentParser:
     down = dbsub.add_parser("downgrade", help="revert the schema to REVISION ('base' drops our tables)")
     down.add_argument("revision")
     down.add_argument("--url", help=url_help)
+
+    imp = sub.add_parser("import-adk", help="copy sessions, events and state from ADK's DatabaseSessionService (re-runnable)")
+    imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL", help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
+    imp.add_argument("--url", help=url_help)
+    imp.add_argument("--app", help="import only this app")
     return p
+
+
+async def _import_adk(args: argparse.Namespace) -> int:
+    from .importer import import_adk
+    from .sessions import OceanBaseSessionService
+
+    def progress(report) -> None:
+        done = report.sessions_new + report.sessions_completed + report.sessions_skipped
+        if done % 100 == 0:
+            print(f"{done} sessions, {report.events} events", file=sys.stderr)
+
+    async with OceanBaseSessionService(args.url) as target:
+        r = await import_adk(args.source, target, app_name=args.app, progress=progress)
+    print(
+        f"ADK schema v{r.source_schema}, {r.apps} app(s): sessions {r.sessions_new} new, {r.sessions_completed} completed, "
+        f"{r.sessions_skipped} already imported; {r.events} events; state keys {r.app_state_keys} app, "
+        f"{r.user_state_keys} user, {r.session_state_keys} session"
+    )
+    return 0
 
 
 async def _db(args: argparse.Namespace) -> int:
@@ -71,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             asyncio.run(run_demo(args.url))
             return 0
+        if args.command == "import-adk":
+            return asyncio.run(_import_adk(args))
         return asyncio.run(_db(args))
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)

@@ -27,6 +27,7 @@ from ..config import Config
 from ..engine import Database
 from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
 from ..sessions.codec import check_id, decode_event
+from ..telemetry import traced
 from . import queries as q
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
@@ -126,6 +127,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 "or call `await service.reembed()` to re-embed everything with the new one"
             )
 
+    @traced
     async def rebuild_vector_index(self) -> bool:
         """Rebuilds the HNSW index after a bulk load (OceanBase/seekdb); ``False`` on MySQL (no index).
 
@@ -139,6 +141,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             await conn.execute(q.REBUILD_VECTOR_INDEX)
         return True
 
+    @traced
     async def reembed(self) -> int:
         """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count."""
         await self._db.start()
@@ -169,6 +172,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     # --------------------------------------------------------------- ingest
     @override
+    @traced
     async def add_session_to_memory(self, session: "Session") -> None:
         """Remembers a whole session, from its stored full event log when this database holds it.
 
@@ -196,6 +200,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return await asyncio.to_thread(lambda: [decode_event(p) for p in payloads])
 
     @override
+    @traced
     async def add_events_to_memory(
         self,
         *,
@@ -283,6 +288,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return new_ids
 
     @override
+    @traced
     async def add_memory(
         self,
         *,
@@ -315,6 +321,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._write(app, user, drafts)
 
     @override
+    @traced
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
         if not memory_id:
@@ -326,6 +333,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     # --------------------------------------------------------------- search
     @override
+    @traced
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         """ADK's search (its memory tools call it): ``search_memory_top_k`` hits, counted as an access
         unless ``search_memory_counts_access`` says otherwise (see :class:`MemorySettings`)."""
@@ -335,6 +343,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         )
         return SearchMemoryResponse(memories=[h.entry for h in hits])
 
+    @traced
     async def search(
         self,
         app_name: str,

@@ -64,6 +64,11 @@ class Vectorizer:
         self.stats: dict[str, int] = defaultdict(int)
         """Counters: ``embedded``, ``merged``, ``failed_attempts``, ``failed_batches``, ``dropped_to_backlog``."""
 
+    @property
+    def queue_depth(self) -> int:
+        """Memory rows waiting in the queue for their embedding (rows beyond it wait for the sweep)."""
+        return self._queue.qsize() if self._queue is not None else 0
+
     # ----------------------------------------------------------- lifecycle
     def _ensure_started(self) -> asyncio.Queue[str]:
         if self._queue is None:

@@ -37,6 +37,7 @@ from ..errors import (
 )
 from ..compaction import coverage
 from ..tokens import EstimatingTokenCounter, TokenCounter
+from ..telemetry import traced
 from . import codec
 from . import queries as q
 
@@ -158,6 +159,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         session._storage_update_marker = f"{_MARKER}{seq}"
 
     # ---------------------------------------------------------------- ADK API
+    @traced
     async def create_session(
         self,
         *,
@@ -198,6 +200,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._mark(session, 0)
         return session
 
+    @traced
     async def get_session(
         self,
         *,
@@ -250,6 +253,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._mark(session, head.last_seq)
         return session
 
+    @traced
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         app = codec.check_id("app_name", app_name)
         user = codec.check_id("user_id", user_id) if user_id is not None else None
@@ -259,6 +263,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             state_rows = (await conn.execute(q.select_state_for_list(app, user))).all()
         return ListSessionsResponse(sessions=self._sessions_with_state(app, rows, state_rows))
 
+    @traced
     async def list_sessions_page(
         self,
         *,
@@ -315,6 +320,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             sessions.append(s)
         return sessions
 
+    @traced
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Deletes the session with its events and session-scoped state in one transaction."""
         app, user, sid = self._ids(app_name, user_id, session_id)
@@ -323,6 +329,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await conn.execute(q.delete_session_state(app, user, sid))
             await conn.execute(q.delete_session(app, user, sid))
 
+    @traced
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         app, user, _ = self._ids(app_name, user_id)
         engine = await self._engine()
@@ -330,6 +337,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             rows = (await conn.execute(q.select_user_state(app, user))).all()
         return {r.state_key: codec.decode_value(r.value_json) for r in rows}
 
+    @traced
     async def append_event(self, session: Session, event: Event) -> Event:
         """Persists ``event`` and its state delta atomically, then applies it to ``session``.
 
@@ -423,6 +431,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
 
+    @traced
     async def compact_session(
         self, *, app_name: str, user_id: str, session_id: str, policy: Any = None, summarizer: Any = None
     ) -> Any:
