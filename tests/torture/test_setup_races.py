@@ -61,8 +61,18 @@ async def clean_shape(seekdb_server) -> dict:
             conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
 
 
-async def test_services_setting_up_one_fresh_database_at_once_all_succeed(fresh_url):
-    services = [OceanBaseSessionService(fresh_url) for _ in range(5)]
+@pytest.fixture(params=["seekdb", "mariadb"])
+def any_fresh_url(request) -> str:
+    """A new database on seekdb or on MariaDB (where the same row lock serialises setup)."""
+    if request.param == "seekdb":
+        return request.getfixturevalue("fresh_url")
+    from tests.conftest import unique_db_name
+
+    return request.getfixturevalue("mariadb_server").url_for(unique_db_name("race"))
+
+
+async def test_services_setting_up_one_fresh_database_at_once_all_succeed(any_fresh_url):
+    services = [OceanBaseSessionService(any_fresh_url) for _ in range(5)]
     try:
         made = await asyncio.gather(*(s.create_session(app_name="a", user_id=f"u{i}") for i, s in enumerate(services)))
         assert len({s.id for s in made}) == 5
