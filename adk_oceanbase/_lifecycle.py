@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from . import migrations
 from .config import Config
 from .engine import Database
-from .errors import ConfigurationError, SchemaMissingError, translate_db_error
+from .errors import ConfigurationError, SchemaMissingError, SchemaOutdatedError, translate_db_error
 from .rawtx import RawTransaction, raw_transaction
 
 __all__ = ["DatabaseService"]
@@ -74,10 +74,12 @@ class DatabaseService:
                     await self._db.start()
                     try:
                         await migrations.check_schema(self._db)
-                    except SchemaMissingError:
+                    except (SchemaMissingError, SchemaOutdatedError):
+                        # Outdated may only mean another process is migrating right now:
+                        # create_if_new waits for it, and re-raises if the schema is really old.
                         if not self._auto_setup:
                             raise
-                        await migrations.upgrade(self._db)
+                        await migrations.create_if_new(self._db)
                     await self._on_ready()
                     self._checked = True
         return self._db.engine

@@ -22,6 +22,7 @@ __all__ = [
     "InvalidStateError",
     "LockTimeoutError",
     "MemoryNotFoundError",
+    "SchemaConflictError",
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SessionAlreadyExistsError",
@@ -78,6 +79,10 @@ class SchemaMissingError(AdkOceanBaseError):
 
 class SchemaOutdatedError(AdkOceanBaseError):
     """The database schema is older (or newer) than this package expects."""
+
+
+class SchemaConflictError(AdkOceanBaseError):
+    """A table named like ours exists but is not ours: setup refuses to touch the database."""
 
 
 class DeadlockError(AdkOceanBaseError):

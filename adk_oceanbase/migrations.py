@@ -3,6 +3,12 @@
 ``await service.setup()`` and ``adk-oceanbase db upgrade`` both end in
 :func:`upgrade`.  The revisions live in the top-level ``alembic/`` folder of
 the source tree and ship inside the wheel as ``adk_oceanbase/_alembic``.
+
+Setup takes turns (:mod:`.setup_lock`), resumes a run that died half-way
+(the revisions' steps are re-entrant, :mod:`.ddl_steps`), and refuses,
+before writing anything, a database holding tables named like ours that are
+not ours, or recording a revision this package does not know.  Alembic and
+driver failures come out as our typed errors.
 """
 
 from __future__ import annotations
@@ -10,19 +16,37 @@ from __future__ import annotations
 import functools
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from alembic import command
 from alembic.config import Config as AlembicConfig
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import inspect
+from alembic.util import CommandError
+from sqlalchemy import bindparam, text
+from sqlalchemy.exc import DBAPIError
 
+from . import setup_lock
 from .engine import Database
-from .errors import SchemaMissingError, SchemaOutdatedError
-from .schema import VERSION_TABLE
+from .errors import (
+    SchemaConflictError,
+    SchemaMissingError,
+    SchemaOutdatedError,
+    ValidationError,
+    driver_error_code,
+    translate_db_error,
+)
+from .schema import VERSION_TABLE, metadata
 
-__all__ = ["check_schema", "current_revision", "downgrade", "head_revision", "script_location", "upgrade"]
+__all__ = [
+    "check_schema",
+    "create_if_new",
+    "current_revision",
+    "downgrade",
+    "head_revision",
+    "script_location",
+    "upgrade",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -56,23 +80,73 @@ def head_revision() -> str:
     return head
 
 
+@functools.cache
+def _known_revisions() -> frozenset[str]:
+    return frozenset(r.revision for r in ScriptDirectory(str(script_location())).walk_revisions())
+
+
 async def upgrade(db: Database, revision: str = "head") -> str | None:
     """Brings the schema to ``revision`` (default: head). Running it twice is a no-op.
 
+    Safe to call from many processes at once (they take turns, see
+    :mod:`.setup_lock`) and after a crash half-way: every revision checks the
+    catalog before each step (DDL commits implicitly, so a killed run leaves
+    some steps done and its revision unrecorded) and simply completes.
+
     Returns the revision the database is at afterwards.
+
+    Raises:
+        SchemaConflictError: tables named like ours exist but are not ours; nothing is created.
+        SchemaOutdatedError: the database is at a revision this package does not know,
+            or a step failed (the message says where it stopped).
     """
-    await db.start()
-    async with db.engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.upgrade(_alembic_config(db, sync), revision))
-    return await current_revision(db)
+    return await _migrate(db, command.upgrade, revision, "upgrade")
 
 
 async def downgrade(db: Database, revision: str) -> str | None:
     """Reverts the schema to ``revision`` (``"base"`` drops every table we own)."""
+    return await _migrate(db, command.downgrade, revision, "downgrade")
+
+
+async def create_if_new(db: Database) -> None:
+    """Lazy auto-setup: creates the schema when no revision is recorded, then checks it.
+
+    No revision means a new database or a first setup that died half-way;
+    an existing older schema is left alone (``SchemaOutdatedError``), and
+    one being migrated by another process right now is waited for.
+    """
     await db.start()
-    async with db.engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.downgrade(_alembic_config(db, sync), revision))
+    await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
+    async with setup_lock.schema_lock(db):
+        if await _recorded_revision(db) is None:
+            await _run_alembic(db, command.upgrade, "head", "upgrade")
+    await check_schema(db)
+
+
+async def _migrate(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> str | None:
+    await db.start()
+    await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
+    async with setup_lock.schema_lock(db):
+        await _recorded_revision(db)  # a newer release may have migrated while we waited
+        await _run_alembic(db, fn, revision, action)
     return await current_revision(db)
+
+
+async def _run_alembic(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> None:
+    try:
+        async with setup_lock.alembic_turn(), db.engine.begin() as conn:
+            await conn.run_sync(lambda sync: fn(_alembic_config(db, sync), revision))
+    except CommandError as exc:
+        raise ValidationError(f"cannot {action} to revision {revision!r}: {exc}") from exc
+    except DBAPIError as exc:
+        mapped = translate_db_error(exc)
+        if mapped is not exc:
+            raise mapped from exc
+        at = await current_revision(db)
+        raise SchemaOutdatedError(
+            f"{action} stopped at revision {at or 'none'}: database error {driver_error_code(exc)}; "
+            f"fix the cause and run it again (finished steps are skipped)"
+        ) from exc
 
 
 async def current_revision(db: Database) -> str | None:
@@ -89,15 +163,54 @@ async def current_revision(db: Database) -> str | None:
 
 async def check_schema(db: Database) -> None:
     """Raises a typed error naming the command to run when the schema is missing or not at head."""
-    current = await current_revision(db)
+    current = await _recorded_revision(db)
     head = head_revision()
     if current == head:
         return
     if current is None:
-        async with db.engine.connect() as conn:
-            has_tables = await conn.run_sync(lambda sync: inspect(sync).has_table("agent_sessions"))
-        if not has_tables:
+        if not await _our_tables(db):
             raise SchemaMissingError(f"adk-oceanbase tables do not exist in {db.config.redacted_url()}: {_UPGRADE_HINT}")
+        raise SchemaOutdatedError(f"an earlier setup of this database did not finish: {_UPGRADE_HINT} to complete it")
     raise SchemaOutdatedError(
         f"database schema is at revision {current!r} but this adk-oceanbase expects {head!r}: {_UPGRADE_HINT}"
     )
+
+
+async def _recorded_revision(db: Database) -> str | None:
+    """The recorded revision, after refusing a database we must not touch. Read-only."""
+    current = await current_revision(db)
+    if current is None:
+        await _our_tables(db)
+    elif current not in _known_revisions():
+        raise SchemaOutdatedError(
+            f"database is at revision {current!r}, which this adk-oceanbase does not know (newer release?): "
+            f"upgrade the adk-oceanbase package (its newest revision is {head_revision()!r})"
+        )
+    return current
+
+
+_COLUMNS = text(
+    "SELECT table_name, column_name FROM information_schema.columns "
+    "WHERE table_schema = DATABASE() AND table_name IN :tables"
+).bindparams(bindparam("tables", expanding=True))
+
+
+async def _our_tables(db: Database) -> list[str]:
+    """Which of our tables exist; raises ``SchemaConflictError`` when one of them is someone else's.
+
+    Ours means: it has our primary-key columns and no column our newest
+    schema lacks (an unfinished setup leaves tables of an earlier revision).
+    """
+    async with db.engine.connect() as conn:
+        rows = (await conn.execute(_COLUMNS, {"tables": [t.name for t in metadata.sorted_tables]})).all()
+    found: dict[str, set[str]] = {}
+    for table, column in rows:
+        found.setdefault(table, set()).add(column.lower())
+    for name, columns in found.items():
+        ours = metadata.tables[name]
+        if not {c.name for c in ours.primary_key.columns} <= columns <= {c.name for c in ours.columns}:
+            raise SchemaConflictError(
+                f"{db.config.redacted_url()} already has a table {name!r} that adk-oceanbase did not create "
+                f"(columns {sorted(columns)}): use another database, or rename that table"
+            )
+    return sorted(found)

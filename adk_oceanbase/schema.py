@@ -40,6 +40,7 @@ from sqlalchemy.types import UserDefinedType
 
 __all__ = [
     "ID_LEN",
+    "LOCK_TABLE",
     "STATE_KEY_LEN",
     "VERSION_TABLE",
     "Vector",
@@ -48,11 +49,13 @@ __all__ = [
     "metadata",
     "session_events",
     "session_state",
+    "setup_lock",
 ]
 
 ID_LEN = 128
 STATE_KEY_LEN = 255
 VERSION_TABLE = "adk_oceanbase_version"
+LOCK_TABLE = "adk_oceanbase_lock"
 DEFAULT_EMBEDDING_DIM = 384
 
 _KEY = {"collation": "utf8mb4_bin"}
@@ -186,5 +189,16 @@ agent_memories = Table(
     Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),
     Index("ix_memories_embed_status", "embed_status", "updated_at"),
     Index("ix_memories_session_pos", "app_name", "user_id", "session_id", "turn_pos"),
+    **_TABLE_OPTS,
+)
+
+# Not part of ``metadata`` (nor of any revision): setup creates it before the
+# first revision can run, and keeps it through ``downgrade base``, like
+# Alembic's version table.  ``setup_lock.schema_lock`` row-locks its one row.
+setup_lock = Table(
+    LOCK_TABLE,
+    MetaData(),
+    Column("name", String(64, **_KEY), nullable=False),
+    PrimaryKeyConstraint("name", name="pk_adk_oceanbase_lock"),
     **_TABLE_OPTS,
 )

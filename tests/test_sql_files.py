@@ -39,7 +39,7 @@ async def describe(db: Database) -> dict:
                     "FROM information_schema.columns c JOIN information_schema.tables t "
                     "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
                     "WHERE c.table_schema = DATABASE() AND t.table_type = 'BASE TABLE' "
-                    "AND c.table_name NOT LIKE 'adk_oceanbase_version' ORDER BY c.table_name, c.ordinal_position"
+                    "AND c.table_name NOT IN ('adk_oceanbase_version', 'adk_oceanbase_lock') ORDER BY c.table_name, c.ordinal_position"
                 )
             )
         ).all()
@@ -48,7 +48,7 @@ async def describe(db: Database) -> dict:
                 text(
                     "SELECT table_name, index_name, seq_in_index, column_name, non_unique "
                     "FROM information_schema.statistics WHERE table_schema = DATABASE() "
-                    "AND table_name NOT LIKE 'adk_oceanbase_version' ORDER BY table_name, index_name, seq_in_index"
+                    "AND table_name NOT IN ('adk_oceanbase_version', 'adk_oceanbase_lock') ORDER BY table_name, index_name, seq_in_index"
                 )
             )
         ).all()

@@ -85,6 +85,8 @@ async def replay_state(
     if event_id is not None and at_time is not None:
         raise ValidationError("pass event_id or at_time, not both")
     app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
+    if event_id is not None:
+        codec.check_id("event_id", event_id)
     engine = await service._engine()
     async with engine.connect() as conn:
         if (await conn.execute(sq.select_session(app, user, sid))).first() is None:

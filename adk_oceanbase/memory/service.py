@@ -25,7 +25,7 @@ from typing_extensions import override
 from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
+from ..errors import EmbeddingModelMismatchError, driver_error_code, translate_db_error
 from ..sessions.codec import check_id, decode_event
 from ..telemetry import traced
 from . import queries as q
@@ -225,6 +225,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     ) -> None:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         sid = check_id("session_id", session_id) if session_id else None  # "" means no session, as before
+        for event in events:
+            check_id("event id", event.id)
         meta = dict(custom_metadata or {})
         await self._engine()
         if self._extractor is None:
@@ -308,8 +310,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             topics = [str(t) for t in meta.pop("topics", None) or []]
             importance = float(meta.pop("importance", 0.5))
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
-            if len(mid) > 64:
-                raise ValidationError(f"memory id is {len(mid)} characters; the limit is 64")
+            check_id("memory id", mid, max_len=64)
             drafts.append(
                 MemoryDraft(
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
@@ -327,7 +328,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not memory_id:
             return
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        stmt, params = q.delete_memory(app, user, memory_id, _now())
+        stmt, params = q.delete_memory(app, user, check_id("memory_id", memory_id, max_len=64), _now())
         async with self._tx() as conn:
             await conn.execute(stmt, params)
 
@@ -374,6 +375,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         s = self.settings
         k = top_k or s.top_k
         flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
+        if flt is not None and flt.session_id is not None:
+            check_id("filters.session_id", flt.session_id)
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
         engine = await self._engine()

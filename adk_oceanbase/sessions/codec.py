@@ -42,11 +42,21 @@ APP, USER, SESSION = "app", "user", "session"
 
 
 def check_id(kind: str, value: Any, *, max_len: int = ID_LEN) -> str:
-    """Returns ``value`` if it is a usable key; raises ``InvalidIdentifierError`` otherwise."""
+    """Returns ``value`` if it is a usable key; raises ``InvalidIdentifierError`` otherwise.
+
+    A trailing space is refused: key columns are ``utf8mb4_bin``, which on
+    seekdb/OceanBase and MySQL/MariaDB alike is PAD SPACE (``'alice' =
+    'alice '``), so user ``"alice "`` would read ``"alice"``'s rows.  Tabs,
+    NBSP, case, ``%`` and ``_`` compare exactly and stay legal.
+    """
     if not isinstance(value, str):
         raise InvalidIdentifierError(f"{kind} must be a string, got {type(value).__name__}")
     if not value.strip():
         raise InvalidIdentifierError(f"{kind} must not be empty")
+    if value.endswith(" "):
+        raise InvalidIdentifierError(
+            f"{kind} {value!r} ends with a space, which the database ignores in comparisons: strip it"
+        )
     if len(value) > max_len:
         raise InvalidIdentifierError(f"{kind} is {len(value)} characters; the limit is {max_len}")
     return value
@@ -91,10 +101,13 @@ def split_state(state: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
 def encode_state(scopes: dict[str, dict[str, Any]]) -> list[tuple[str, str, str]]:
     """``[(scope, key, json)]`` for every value; raises before anything is written if one is bad."""
     rows: list[tuple[str, str, str]] = []
+    prefix = {APP: State.APP_PREFIX, USER: State.USER_PREFIX, SESSION: ""}
     for scope, values in scopes.items():
         for key, value in values.items():
             if not key or len(key) > STATE_KEY_LEN:
                 raise InvalidStateError(f"state key must be 1..{STATE_KEY_LEN} characters, got {len(key)}")
+            if key.endswith(" "):  # PAD SPACE: "k " would overwrite "k" (see check_id)
+                raise InvalidStateError(f"state key {prefix[scope] + key!r} ends with a space")
             rows.append((scope, key, _encode_value(key, value)))
     return rows
 
@@ -149,8 +162,10 @@ def event_type(event: Event) -> str:
 def encode_event(event: Event, *, counter: TokenCounter, max_bytes: int) -> tuple[str, int]:
     """Serialises an event to its stored JSON and counts its tokens; enforces the size limit."""
     check_id("event id", event.id)
-    if event.invocation_id and len(event.invocation_id) > 256:
-        raise InvalidIdentifierError("invocation_id is longer than 256 characters")
+    if event.invocation_id:
+        check_id("invocation_id", event.invocation_id, max_len=256)
+    if event.actions is not None and event.actions.rewind_before_invocation_id:
+        check_id("rewind_before_invocation_id", event.actions.rewind_before_invocation_id, max_len=256)
     try:
         data = event.model_dump(exclude_none=True, mode="json")
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)

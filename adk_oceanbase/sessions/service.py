@@ -134,7 +134,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         user = codec.check_id("user_id", user_id)
         sid = None
         if session_id is not None:
-            sid = codec.check_id("session_id", session_id.strip() if isinstance(session_id, str) else session_id)
+            sid = codec.check_id("session_id", session_id)
         return app, user, sid
 
     @staticmethod

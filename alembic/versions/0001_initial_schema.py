@@ -4,7 +4,8 @@ Revision ID: 0001
 Revises:
 Create Date: 2026-11-22
 
-Mirrors ``adk_oceanbase/schema.py`` at the time of writing (a test compares the
+Every step is skipped when already done (``adk_oceanbase.ddl_steps``), so a
+run killed half-way completes when run again.  Mirrors ``adk_oceanbase/schema.py`` at the time of writing (a test compares the
 migrated database with the metadata).  The memory table's vector column and its
 indexes depend on the engine (``dialect.native_vectors`` in the Alembic config
 attributes): ``VECTOR(dim)`` + HNSW + ngram full-text on OceanBase/seekdb,
@@ -15,6 +16,8 @@ not borrowed from live code, so this revision means the same thing forever.
 import sqlalchemy as sa
 from alembic import context, op
 from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
+
+from adk_oceanbase import ddl_steps as steps
 
 revision = "0001"
 down_revision = None
@@ -38,7 +41,7 @@ def upgrade() -> None:
     dialect = attrs["dialect"]
     dim = int(attrs.get("embedding_dim", 384))
 
-    op.create_table(
+    steps.create_table(
         "agent_sessions",
         _id("app_name"),
         _id("user_id"),
@@ -52,10 +55,10 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("app_name", "user_id", "session_id", name="pk_agent_sessions"),
         **_OPTS,
     )
-    op.create_index("ix_sessions_user_recent", "agent_sessions", ["app_name", "user_id", "last_update_time", "session_id"])
-    op.create_index("ix_sessions_app_recent", "agent_sessions", ["app_name", "last_update_time", "user_id", "session_id"])
+    steps.create_index("ix_sessions_user_recent", "agent_sessions", ["app_name", "user_id", "last_update_time", "session_id"])
+    steps.create_index("ix_sessions_app_recent", "agent_sessions", ["app_name", "last_update_time", "user_id", "session_id"])
 
-    op.create_table(
+    steps.create_table(
         "session_events",
         _id("app_name"),
         _id("user_id"),
@@ -76,9 +79,9 @@ def upgrade() -> None:
         sa.UniqueConstraint("app_name", "user_id", "session_id", "event_id", name="uq_session_events_event_id"),
         **_OPTS,
     )
-    op.create_index("ix_events_session_ts", "session_events", ["app_name", "user_id", "session_id", "ts"])
+    steps.create_index("ix_events_session_ts", "session_events", ["app_name", "user_id", "session_id", "ts"])
 
-    op.create_table(
+    steps.create_table(
         "session_state",
         _id("app_name"),
         _id("scope", 8),
@@ -91,18 +94,26 @@ def upgrade() -> None:
         **_OPTS,
     )
 
-    _create_memories(dialect, dim)
-    op.create_index("ix_memories_user_time", "agent_memories", ["app_name", "user_id", "created_at"])
-    op.create_index("ix_memories_user_hash", "agent_memories", ["app_name", "user_id", "content_hash"])
-    op.create_index("ix_memories_embed_status", "agent_memories", ["embed_status", "updated_at"])
+    if not steps.has_table("agent_memories"):
+        _create_memories(dialect, dim)
+    steps.create_index("ix_memories_user_time", "agent_memories", ["app_name", "user_id", "created_at"])
+    steps.create_index("ix_memories_user_hash", "agent_memories", ["app_name", "user_id", "content_hash"])
+    steps.create_index("ix_memories_embed_status", "agent_memories", ["embed_status", "updated_at"])
     if dialect.native_vectors:
-        op.execute("CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ngram")
-        op.execute(
-            "CREATE VECTOR INDEX ix_memories_embedding ON agent_memories(embedding) "
-            "WITH (distance=cosine, type=hnsw, lib=vsag)"
+        steps.create_index(
+            "ix_memories_content_ft", "agent_memories",
+            sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ngram",
+        )
+        steps.create_index(
+            "ix_memories_embedding", "agent_memories",
+            sql="CREATE VECTOR INDEX ix_memories_embedding ON agent_memories(embedding) "
+            "WITH (distance=cosine, type=hnsw, lib=vsag)",
         )
     else:
-        op.execute("CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)")
+        steps.create_index(
+            "ix_memories_content_ft", "agent_memories",
+            sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)",
+        )
 
 
 def _create_memories(dialect, dim: int) -> None:
@@ -139,7 +150,7 @@ def _create_memories(dialect, dim: int) -> None:
 
 
 def downgrade() -> None:
-    op.drop_table("agent_memories")
-    op.drop_table("session_state")
-    op.drop_table("session_events")
-    op.drop_table("agent_sessions")
+    steps.drop_table("agent_memories")
+    steps.drop_table("session_state")
+    steps.drop_table("session_events")
+    steps.drop_table("agent_sessions")

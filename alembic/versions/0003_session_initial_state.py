@@ -10,8 +10,9 @@ before this revision have NULL here and replay treats them as created empty.
 """
 
 import sqlalchemy as sa
-from alembic import op
 from sqlalchemy.dialects.mysql import LONGTEXT
+
+from adk_oceanbase import ddl_steps as steps
 
 revision = "0003"
 down_revision = "0002"
@@ -20,8 +21,8 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("agent_sessions", sa.Column("initial_state", LONGTEXT, nullable=True))
+    steps.add_column("agent_sessions", sa.Column("initial_state", LONGTEXT, nullable=True))
 
 
 def downgrade() -> None:
-    op.drop_column("agent_sessions", "initial_state")
+    steps.drop_column("agent_sessions", "initial_state")

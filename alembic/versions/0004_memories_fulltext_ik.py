@@ -13,7 +13,9 @@ what ngram was chosen for (ADK issue #2438).  MySQL/MariaDB keep their
 built-in parser: nothing changes there.
 """
 
-from alembic import context, op
+from alembic import context
+
+from adk_oceanbase import ddl_steps as steps
 
 revision = "0004"
 down_revision = "0003"
@@ -24,8 +26,13 @@ depends_on = None
 def _swap(parser: str) -> None:
     if not context.config.attributes["dialect"].native_vectors:
         return
-    op.execute("DROP INDEX ix_memories_content_ft ON agent_memories")
-    op.execute(f"CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER {parser}")
+    # A run killed after the DROP, or after the CREATE, completes on the next one
+    # (after the CREATE it rebuilds the index once more: same parser, same result).
+    steps.drop_index("ix_memories_content_ft", "agent_memories")
+    steps.create_index(
+        "ix_memories_content_ft", "agent_memories",
+        sql=f"CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER {parser}",
+    )
 
 
 def upgrade() -> None:

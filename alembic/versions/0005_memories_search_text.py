@@ -16,7 +16,11 @@ MySQL/MariaDB).  ``content`` stays the user-visible memory.  Tombstones
 (``embed_status = 'deleted'``) keep NULL.
 """
 
+import sqlalchemy as sa
 from alembic import context, op
+from sqlalchemy.dialects.mysql import LONGTEXT
+
+from adk_oceanbase import ddl_steps as steps
 
 revision = "0005"
 down_revision = "0004"
@@ -36,13 +40,19 @@ def _parser() -> str:
 
 
 def upgrade() -> None:
-    op.execute("ALTER TABLE agent_memories ADD COLUMN search_text LONGTEXT")
-    op.execute(_BACKFILL)
-    op.execute("DROP INDEX ix_memories_content_ft ON agent_memories")
-    op.execute(f"CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text){_parser()}")
+    steps.add_column("agent_memories", sa.Column("search_text", LONGTEXT))
+    op.execute(_BACKFILL)  # idempotent: the same text again
+    steps.drop_index("ix_memories_content_ft", "agent_memories")
+    steps.create_index(
+        "ix_memories_search_ft", "agent_memories",
+        sql=f"CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text){_parser()}",
+    )
 
 
 def downgrade() -> None:
-    op.execute("DROP INDEX ix_memories_search_ft ON agent_memories")
-    op.execute(f"CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content){_parser()}")
-    op.execute("ALTER TABLE agent_memories DROP COLUMN search_text")
+    steps.drop_index("ix_memories_search_ft", "agent_memories")
+    steps.create_index(
+        "ix_memories_content_ft", "agent_memories",
+        sql=f"CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content){_parser()}",
+    )
+    steps.drop_column("agent_memories", "search_text")

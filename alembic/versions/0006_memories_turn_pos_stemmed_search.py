@@ -22,6 +22,8 @@ later change of the stemmer comes with its own backfill revision.
 import sqlalchemy as sa
 from alembic import op
 
+from adk_oceanbase import ddl_steps as steps
+
 revision = "0006"
 down_revision = "0005"
 branch_labels = None
@@ -70,13 +72,13 @@ def _restem(stemmed: bool) -> None:
 
 
 def upgrade() -> None:
-    op.add_column("agent_memories", sa.Column("turn_pos", sa.BigInteger, nullable=True))
-    op.create_index("ix_memories_session_pos", "agent_memories", ["app_name", "user_id", "session_id", "turn_pos"])
+    steps.add_column("agent_memories", sa.Column("turn_pos", sa.BigInteger, nullable=True))
+    steps.create_index("ix_memories_session_pos", "agent_memories", ["app_name", "user_id", "session_id", "turn_pos"])
     _backfill_turn_pos()
     _restem(stemmed=True)
 
 
 def downgrade() -> None:
     _restem(stemmed=False)
-    op.drop_index("ix_memories_session_pos", table_name="agent_memories")
-    op.drop_column("agent_memories", "turn_pos")
+    steps.drop_index("ix_memories_session_pos", "agent_memories")
+    steps.drop_column("agent_memories", "turn_pos")
