@@ -316,12 +316,23 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return sessions
 
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        """Deletes the session with its events and session-scoped state in one transaction."""
+        """Deletes the session with its events and session-scoped state in one transaction.
+
+        The session row goes first: its lock is the one every writer of a
+        session takes first (the append's compare-and-set, the create's
+        insert), so a delete waits for an append in flight and then deletes
+        what it committed (READ COMMITTED: each statement sees the latest
+        commits), and an append after it finds no session.  Deleting events
+        first left an in-flight append's rows behind, or locked the two in a
+        cycle until the lock wait timed out.  Events and state go only with
+        the row: a delete of a missing session must not take the state of a
+        create of the same id committing meanwhile.
+        """
         app, user, sid = self._ids(app_name, user_id, session_id)
         async with self._tx() as conn:
-            await conn.execute(q.delete_events(app, user, sid))
-            await conn.execute(q.delete_session_state(app, user, sid))
-            await conn.execute(q.delete_session(app, user, sid))
+            if (await conn.execute(q.delete_session(app, user, sid))).rowcount:
+                await conn.execute(q.delete_events(app, user, sid))
+                await conn.execute(q.delete_session_state(app, user, sid))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         app, user, _ = self._ids(app_name, user_id)
