@@ -16,6 +16,7 @@ from urllib.parse import quote_plus
 
 import aiomysql
 from sqlalchemy import event, text
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .config import Config
@@ -196,7 +197,12 @@ class Database:
         )
 
     def _install_session_settings(self) -> None:
-        """Runs the dialect's per-connection settings on every new pooled connection."""
+        """Runs the dialect's per-connection settings on every new pooled connection, and checks each checkout.
+
+        A pooled connection the server closed while it sat idle (restart,
+        ``KILL``, idle timeout) is replaced at checkout instead of failing its
+        next statement with 2013 (see :func:`_closed_by_server`).
+        """
         statements = self.dialect.init_statements(self.config.query_timeout_s)
         engine = self._engine
         assert engine is not None
@@ -209,6 +215,11 @@ class Database:
                     cur.execute(stmt)
             finally:
                 cur.close()
+
+        @event.listens_for(engine.sync_engine, "checkout")
+        def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+            if _closed_by_server(dbapi_conn):
+                raise DisconnectionError("the server closed this pooled connection")  # the pool connects anew
 
     async def close(self) -> None:
         """Disposes the engine if we created it and stops embedded seekdb if we started it."""
@@ -229,6 +240,20 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _closed_by_server(dbapi_conn: Any) -> bool:
+    """True when the server has closed an idle pooled connection; costs no round trip.
+
+    The server's FIN (or RST) reaches the aiomysql connection's stream reader
+    as end-of-file (or an error) while the connection sits in the pool, so
+    checkout can look at that flag instead of pinging: a pre-ping is one more
+    round trip on every checkout of the append hot path.  What this misses (a
+    close racing the checkout, a silent network) fails the first statement
+    instead; reads are then re-run on a fresh connection (``DatabaseService._read``).
+    """
+    reader = getattr(getattr(dbapi_conn, "driver_connection", None), "_reader", None)
+    return reader is not None and (reader.at_eof() or reader.exception() is not None)
 
 
 def _safe_reason(exc: BaseException) -> str:

@@ -28,7 +28,7 @@ from pymysql.constants import CLIENT
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.base import Executable
 
-from .errors import translate_db_error
+from .errors import is_connection_lost, typed_errors
 
 __all__ = ["COMMIT", "RawTransaction", "Result", "raw_transaction"]
 
@@ -118,30 +118,33 @@ async def raw_transaction(engine: AsyncEngine, *, batch: bool = True) -> AsyncIt
     """A transaction on a pooled connection: committed on success, rolled back on any error.
 
     ``batch=False`` makes :meth:`RawTransaction.batch` send one statement per
-    round trip.  Server errors come out as our typed errors (by error number, like
-    ``DatabaseService._tx``).  A connection whose conversation with the server
-    may be out of step (cancelled mid-statement, network error, failed
-    rollback) is invalidated instead of being returned to the pool.
+    round trip.  Driver errors, failing to get a connection included, come
+    out as our typed errors (by error number, like ``DatabaseService._tx``).
+    A connection whose conversation with the server may be out of step
+    (cancelled mid-statement, network error, failed rollback) is invalidated
+    instead of being returned to the pool.
     """
-    async with engine.connect() as sa_conn:
-        pooled = await sa_conn.get_raw_connection()
-        driver = pooled.driver_connection
-        cursor = await driver.cursor()
-        tx = RawTransaction(cursor, engine.dialect, batch)
-        try:
-            yield tx
-            if not tx.finished:
-                await driver.commit()
-        except BaseException as exc:
-            if not await _rolled_back(driver, exc):
-                await sa_conn.invalidate()
-            if isinstance(exc, pymysql.err.MySQLError):
-                mapped = translate_db_error(exc)
-                if mapped is not exc:
-                    raise mapped from exc
-            raise
-        finally:
-            await cursor.close()
+    with typed_errors():
+        async with engine.connect() as sa_conn:
+            pooled = await sa_conn.get_raw_connection()
+            driver = pooled.driver_connection
+            cursor = await driver.cursor()
+            tx = RawTransaction(cursor, engine.dialect, batch)
+            try:
+                yield tx
+                if not tx.finished:
+                    await driver.commit()
+            except BaseException as exc:
+                if not await _rolled_back(driver, exc):
+                    if is_connection_lost(exc):
+                        # What SQLAlchemy does on a disconnect: the server likely dropped
+                        # its siblings too, so connections opened before now are replaced
+                        # at their next checkout (a re-run must not meet another dead one).
+                        engine.sync_engine.pool._invalidate(pooled, exc, _checkin=False)
+                    await sa_conn.invalidate()
+                raise
+            finally:
+                await cursor.close()
 
 
 async def _rolled_back(driver: Any, exc: BaseException) -> bool:

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
 from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
+from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from . import search_sql as sq
@@ -189,8 +189,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         stmt, params = q.session_event_log(app, user, check_id("session_id", session_id))
-        async with (await self._engine()).connect() as conn:
-            payloads = [r[0] for r in (await conn.execute(stmt, params)).all()]
+
+        async def load(conn: AsyncConnection) -> list[str]:
+            return [r[0] for r in (await conn.execute(stmt, params)).all()]
+
+        payloads = await self._read(load)
         if not payloads:
             return []
         return await asyncio.to_thread(lambda: [decode_event(p) for p in payloads])
@@ -240,7 +243,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         continuation after the highest position stored for the session.
         """
         ids = [e.id for e in events if e.id]
-        async with (await self._engine()).connect() as conn:
+
+        async def load(conn: AsyncConnection) -> tuple[dict[str, int], int]:
             logged: dict[str, int] = {}
             if ids:
                 stmt, params = q.event_positions(app, user, sid, ids)
@@ -249,6 +253,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             if not whole_session and len(logged) < len(events):
                 stmt, params = q.last_turn_pos(app, user, sid)
                 base = int((await conn.execute(stmt, params)).scalar() or 0) + 1
+            return logged, base
+
+        logged, base = await self._read(load)
         return [logged.get(e.id) if e.id in logged else base + i for i, e in enumerate(events)]
 
     async def _llm_drafts(
@@ -261,8 +268,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return []
         keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]
         stmt, params = q.existing_ids(keys)
-        async with (await self._engine()).connect() as conn:
-            done = {r[0] for r in (await conn.execute(stmt, params)).all()}
+
+        async def load(conn: AsyncConnection) -> set[str]:
+            return {r[0] for r in (await conn.execute(stmt, params)).all()}
+
+        done = await self._read(load)
         drafts: list[MemoryDraft] = []
         for key, group in zip(keys, exchanges):
             if key in done:
@@ -277,8 +287,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not drafts:
             return []
         self._learn_authors(app, user, drafts)
-        async with self._tx() as conn:
-            new_ids = await write_drafts(conn, app, user, drafts, _now())
+        now = _now()
+        # Idempotent (known ids are skipped), so a deadlock victim or a lost connection re-runs it.
+        new_ids = await self._rerunnable_tx(lambda conn: write_drafts(conn, app, user, drafts, now))
         self._vectorizer.submit(new_ids)
         return new_ids
 
@@ -321,8 +332,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
-        async with self._tx() as conn:
-            await conn.execute(stmt, params)
+        await self._rerunnable_tx(lambda conn: conn.execute(stmt, params))
 
     # --------------------------------------------------------------- search
     @override
@@ -362,7 +372,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
         w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
         ms = s.min_score if min_score is None else min_score
-        engine = await self._engine()
+        await self._engine()
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
         # A zero full-text weight skips the MATCH candidates altogether.
@@ -372,21 +382,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
         now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
-        try:
-            async with engine.connect() as conn:
-                if use_sql:
-                    hits = await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile.big)
-                else:
-                    hits = await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
-                if hits and (s.bump_access if bump_access is None else bump_access):
-                    stmt, params = q.bump_access([h.memory_id for h in hits], now)
-                    await conn.execute(stmt, params)
-                    await conn.commit()
-        except DBAPIError as exc:
-            mapped = translate_db_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
+
+        async def rank(conn: AsyncConnection) -> list[MemoryHit]:
+            if use_sql:
+                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile.big)
+            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
+
+        hits = await self._read(rank)
+        if hits and (s.bump_access if bump_access is None else bump_access):
+            # Its own transaction: a re-run read must not count its hits twice.
+            stmt, params = q.bump_access([h.memory_id for h in hits], now)
+            async with self._tx() as conn:
+                await conn.execute(stmt, params)
         return hits
 
     async def _profile(self, app: str, user: str) -> _UserProfile:
@@ -400,12 +407,15 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         clock = time.monotonic()
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
-        async with (await self._engine()).connect() as conn:
+        cap = self.settings.fulltext_overfetch_rows
+
+        async def load(conn: AsyncConnection) -> tuple[list[str], bool]:
             stmt, params = sq.user_authors(app, user)
             names = [r[0] for r in (await conn.execute(stmt, params)).all()]
-            cap = self.settings.fulltext_overfetch_rows
             stmt, params = sq.user_rows_capped(app, user, cap)
-            big = int((await conn.execute(stmt, params)).scalar() or 0) >= cap
+            return names, int((await conn.execute(stmt, params)).scalar() or 0) >= cap
+
+        names, big = await self._read(load)
         if len(self._profiles) > 10_000:
             self._profiles.clear()
         profile = _UserProfile(clock, _name_terms(names), big)
