@@ -152,7 +152,7 @@ class DatabaseService:
     async def _raw_tx(self) -> AsyncIterator[RawTransaction]:
         """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`)."""
         engine = await self._engine()
-        async with raw_transaction(engine, batch=self.config.batch_statements) as tx:
+        async with raw_transaction(engine, batch=self.config.batch_statements, max_packet=self._db.max_packet) as tx:
             yield tx
 
     async def _release(self) -> None:

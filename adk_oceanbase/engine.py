@@ -102,6 +102,8 @@ class Database:
         self._start_lock = asyncio.Lock()
         self._seekdb_dir: Path | None = None
         self._settings_installed = False
+        self.max_packet = 0
+        """The server's ``max_allowed_packet`` (bytes), read at :meth:`start`: hot-path writes check against it."""
 
     @property
     def engine(self) -> AsyncEngine:
@@ -132,13 +134,14 @@ class Database:
                 self._engine = await self._create_engine()
             try:
                 async with self._engine.connect() as conn:
-                    version = (await conn.execute(text("SELECT VERSION()"))).scalar_one()
+                    version, packet = (await conn.execute(text("SELECT VERSION(), @@max_allowed_packet"))).one()
             except Exception as exc:
                 await self._abort_start()
                 raise ConnectionFailedError(
                     f"cannot connect to {self.config.redacted_url()}: {type(exc).__name__}"
                 ) from exc
             self._dialect = dialect_for(str(version))
+            self.max_packet = int(packet)
             if not self._settings_installed:
                 self._install_session_settings()
                 self._settings_installed = True

@@ -29,12 +29,15 @@ __all__ = [
     "InvalidStateError",
     "LockTimeoutError",
     "MemoryNotFoundError",
+    "MemoryTooLongError",
+    "PacketTooLargeError",
     "QueryTimeoutError",
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SessionAlreadyExistsError",
     "SessionMissingError",
     "StaleSessionConflictError",
+    "StateTooLargeError",
     "ValidationError",
     "translate_db_error",
     "typed_errors",
@@ -74,7 +77,28 @@ class InvalidStateError(ValidationError):
 
 
 class EventTooLargeError(ValidationError):
-    """An event's serialised JSON exceeds ``Config.max_event_bytes``."""
+    """An event's JSON exceeds ``Config.max_event_bytes``, or its append (event and state delta, escaped) the server's ``max_allowed_packet``."""
+
+
+class StateTooLargeError(InvalidStateError):
+    """``create_session`` state whose JSON exceeds ``Config.max_event_bytes``, or whose write the server's ``max_allowed_packet``."""
+
+
+class MemoryTooLongError(ValidationError):
+    """Memory content longer than ``MemorySettings.max_content_chars``."""
+
+
+class PacketTooLargeError(ValidationError):
+    """A write's SQL would exceed the server's ``max_allowed_packet`` (error 1153); nothing was sent.
+
+    The services raise it as :class:`EventTooLargeError` or
+    :class:`StateTooLargeError`, naming what to shrink.
+    """
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"the write is {size:,} bytes of SQL; the server's max_allowed_packet is {limit:,}")
+        self.size = size
+        self.limit = limit
 
 
 class SessionAlreadyExistsError(AdkOceanBaseError, AlreadyExistsError):

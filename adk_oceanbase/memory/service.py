@@ -25,14 +25,14 @@ from typing_extensions import override
 from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code
+from ..errors import EmbeddingModelMismatchError, MemoryTooLongError, ValidationError, driver_error_code
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .lexical import stem_text
-from .extraction import LlmExtractor, MemoryDraft, event_text, group_exchanges, memory_id_for, turn_drafts
+from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, memory_id_for, turn_drafts
 from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
@@ -230,6 +230,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
         else:
             drafts = await self._llm_drafts(app, user, sid, events, meta)
+        for d in drafts:
+            d.content = clip(d.content, self.settings.max_content_chars)
         await self._write(app, user, drafts)
 
     async def _turn_positions(
@@ -309,6 +311,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             body = _text(entry)
             if not body:
                 continue
+            if len(body) > self.settings.max_content_chars:
+                raise MemoryTooLongError(
+                    f"memory content is {len(body):,} characters; the limit is {self.settings.max_content_chars:,} "
+                    "(MemorySettings.max_content_chars): store it as several memories"
+                )
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
             topics = [str(t) for t in meta.pop("topics", None) or []]
             importance = float(meta.pop("importance", 0.5))

@@ -16,7 +16,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.state import State
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
-from ..errors import EventTooLargeError, InvalidIdentifierError, InvalidStateError
+from ..errors import EventTooLargeError, InvalidIdentifierError, InvalidStateError, StateTooLargeError
 from ..schema import ID_LEN, STATE_KEY_LEN
 from ..tokens import TokenCounter, event_text
 
@@ -25,6 +25,7 @@ __all__ = [
     "SESSION",
     "USER",
     "check_id",
+    "check_state_size",
     "decode_event",
     "decode_value",
     "encode_event",
@@ -109,6 +110,13 @@ def state_document(encoded: list[tuple[str, str, str]]) -> str | None:
     prefix = {APP: State.APP_PREFIX, USER: State.USER_PREFIX, SESSION: ""}
     items = (json.dumps(prefix[scope] + key, ensure_ascii=False) + ":" + raw for scope, key, raw in encoded)
     return "{" + ",".join(items) + "}"
+
+
+def check_state_size(document: str | None, max_bytes: int) -> None:
+    """Refuses a ``create_session`` state whose JSON is over ``max_bytes``: the same bound as one event's."""
+    size = len(document.encode("utf-8")) if document else 0
+    if size > max_bytes:
+        raise StateTooLargeError(f"session state is {size:,} bytes of JSON; the limit is {max_bytes:,} (Config.max_event_bytes)")
 
 
 def merge_state(rows: Iterable[tuple[str, str, str]]) -> dict[str, Any]:

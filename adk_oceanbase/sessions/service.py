@@ -32,9 +32,12 @@ from ..errors import (
     ConnectionLostError,
     DeadlockError,
     DuplicateKeyError,
+    EventTooLargeError,
+    PacketTooLargeError,
     SessionAlreadyExistsError,
     SessionMissingError,
     StaleSessionConflictError,
+    StateTooLargeError,
     ValidationError,
     is_duplicate_key,
 )
@@ -172,16 +175,11 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         app, user, sid = self._ids(app_name, user_id, session_id)
         sid = sid or str(uuid.uuid4())
         encoded = codec.encode_state(codec.split_state(state))
+        document = codec.state_document(encoded)
+        codec.check_state_size(document, self.config.max_event_bytes)
         now = time.time()
         when = codec.to_datetime(now)
-        row = {
-            "app": app,
-            "user": user,
-            "sid": sid,
-            "ts": now,
-            "when": when,
-            "initial_state": codec.state_document(encoded),
-        }
+        row = {"app": app, "user": user, "sid": sid, "ts": now, "when": when, "initial_state": document}
         # One round trip: the session row, its state, the merged state read back, COMMIT.
         # A duplicate id fails the first statement; the server runs none after it.
         statements = [(q.RAW_INSERT_SESSION, row)]
@@ -201,6 +199,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                     state_rows = (await tx.batch(statements))[-2][1]
         except DuplicateKeyError as exc:
             raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
+        except PacketTooLargeError as exc:
+            raise StateTooLargeError(f"the state of session {sid} is too large to write: {exc}") from exc
         session = Session(
             id=sid, app_name=app, user_id=user, state=codec.merge_state(state_rows), last_update_time=now
         )
@@ -402,6 +402,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             # it looks for the event's id first, and the compare-and-set does the rest.
             logger.info("append_event of %s re-run after a deadlock or a lost connection", event.id)
             seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=True)
+        except PacketTooLargeError as exc:
+            # The event JSON carries the state delta, which goes again as state rows, both escaped.
+            raise EventTooLargeError(f"event {event.id} with its state delta is too large to write: {exc}") from exc
         if seq is None:
             return event  # same event delivered twice: the first copy stands
 
