@@ -27,6 +27,7 @@ __all__ = [
     "EventTooLargeError",
     "InvalidIdentifierError",
     "InvalidStateError",
+    "InvalidTextError",
     "LockTimeoutError",
     "MemoryNotFoundError",
     "MemoryTooLongError",
@@ -73,7 +74,11 @@ class InvalidIdentifierError(ValidationError):
 
 
 class InvalidStateError(ValidationError):
-    """A state value cannot be stored as JSON."""
+    """A state key or value is not JSON: values must be dicts with str keys, lists, str, int, finite float, bool or None."""
+
+
+class InvalidTextError(ValidationError):
+    """Text UTF-8 cannot store: a lone surrogate such as ``"\\ud800"`` (a bad decode, half an emoji)."""
 
 
 class EventTooLargeError(ValidationError):

@@ -65,7 +65,7 @@ async def load_within_budget(
     """
     if not isinstance(max_tokens, int) or max_tokens < 0:
         raise ValidationError("max_tokens must be a non-negative integer")
-    app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
+    app, user, sid = codec.check_key("app_name", app_name), codec.check_key("user_id", user_id), codec.check_key("session_id", session_id)
 
     async def load(conn: Any) -> tuple[list, list, list, int, list] | None:
         if (await conn.execute(cq.session_head(app, user, sid))).first() is None:

@@ -84,7 +84,7 @@ async def replay_state(
     """
     if event_id is not None and at_time is not None:
         raise ValidationError("pass event_id or at_time, not both")
-    app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
+    app, user, sid = codec.check_key("app_name", app_name), codec.check_key("user_id", user_id), codec.check_key("session_id", session_id)
 
     async def load(conn: Any) -> tuple[Any, list, list]:
         if (await conn.execute(sq.select_session(app, user, sid))).first() is None:

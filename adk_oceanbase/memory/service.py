@@ -25,8 +25,15 @@ from typing_extensions import override
 from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import EmbeddingModelMismatchError, MemoryTooLongError, ValidationError, driver_error_code
-from ..sessions.codec import check_id, decode_event
+from ..errors import (
+    EmbeddingModelMismatchError,
+    InvalidIdentifierError,
+    MemoryTooLongError,
+    ValidationError,
+    driver_error_code,
+)
+from ..sessions.codec import check_key, check_text, check_timestamp, decode_event
+from . import arguments as args
 from . import queries as q
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
@@ -187,8 +194,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         )
 
     async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
-        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        stmt, params = q.session_event_log(app, user, check_id("session_id", session_id))
+        app, user = check_key("app_name", app_name), check_key("user_id", user_id)
+        stmt, params = q.session_event_log(app, user, check_key("session_id", session_id))
 
         async def load(conn: AsyncConnection) -> list[str]:
             return [r[0] for r in (await conn.execute(stmt, params)).all()]
@@ -221,9 +228,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         custom_metadata: Mapping[str, object] | None,
         whole_session: bool,
     ) -> None:
-        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        sid = check_id("session_id", session_id) if session_id else None  # "" means no session, as before
-        meta = dict(custom_metadata or {})
+        app, user = check_key("app_name", app_name), check_key("user_id", user_id)
+        sid = check_key("session_id", session_id) if session_id else None  # "" means no session, as before
+        meta = args.check_metadata(custom_metadata or {})
+        for e in events:
+            check_timestamp(f"timestamp of event {e.id}", e.timestamp)
         await self._engine()
         if self._extractor is None:
             positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
@@ -231,7 +240,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         else:
             drafts = await self._llm_drafts(app, user, sid, events, meta)
         for d in drafts:
-            d.content = clip(d.content, self.settings.max_content_chars)
+            d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
+            if d.author is not None:
+                check_text(f"author of event {d.event_ids}", d.author)
         await self._write(app, user, drafts)
 
     async def _turn_positions(
@@ -305,7 +316,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
         """Stores explicit memories. ``custom_metadata`` keys ``topics`` and ``importance`` are honoured."""
-        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        app, user = check_key("app_name", app_name), check_key("user_id", user_id)
         drafts = []
         for entry in memories:
             body = _text(entry)
@@ -316,17 +327,25 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                     f"memory content is {len(body):,} characters; the limit is {self.settings.max_content_chars:,} "
                     "(MemorySettings.max_content_chars): store it as several memories"
                 )
+            check_text("memory content", body)
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
-            topics = [str(t) for t in meta.pop("topics", None) or []]
-            importance = float(meta.pop("importance", 0.5))
+            topics = args.check_topics(meta.pop("topics", None) or [])
+            importance = args.check_importance(meta.pop("importance", 0.5))
+            meta = args.check_metadata(meta)
+            sid = meta.pop("session_id", None)
+            if sid is not None:
+                sid = check_key("custom_metadata['session_id']", sid)
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
             if len(mid) > 64:
                 raise ValidationError(f"memory id is {len(mid)} characters; the limit is 64")
+            check_text("memory id", mid, InvalidIdentifierError)
+            if entry.author is not None:
+                check_text("memory author", entry.author)
             drafts.append(
                 MemoryDraft(
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
-                    session_id=meta.pop("session_id", None), event_ids=[], extractor="manual",
-                    topics=topics, importance=min(max(importance, 0.0), 1.0), custom_metadata=meta,
+                    session_id=sid, event_ids=[], extractor="manual",
+                    topics=topics, importance=importance, custom_metadata=meta,
                 )
             )
         await self._engine()
@@ -337,7 +356,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
         if not memory_id:
             return
-        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        app, user = check_key("app_name", app_name), check_key("user_id", user_id)
+        memory_id = check_key("memory_id", memory_id)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
         await self._rerunnable_tx(lambda conn: conn.execute(stmt, params))
 
@@ -371,14 +391,19 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 the recency reference and stamps ``last_accessed_at``; default
                 the wall clock.  Replays and benchmarks pass their own clock.
         """
-        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        if not query or not query.strip():
-            return []
+        app, user = check_key("app_name", app_name), check_key("user_id", user_id)
+        if not isinstance(query, str):
+            raise ValidationError(f"query must be a string, got {type(query).__name__}")
+        check_text("query", query)
         s = self.settings
-        k = top_k or s.top_k
-        flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
-        w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
-        ms = s.min_score if min_score is None else min_score
+        k = args.top_k(top_k, s.top_k)
+        flt = args.search_filters(filters)
+        w = args.score_weights(weights, s.weights)
+        ms = args.min_score(min_score, s.min_score)
+        if now is not None and not isinstance(now, datetime):
+            raise ValidationError(f"now must be a datetime, got {type(now).__name__}")
+        if not query.strip():
+            return []
         await self._engine()
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()

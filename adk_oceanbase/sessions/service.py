@@ -135,11 +135,11 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     # ---------------------------------------------------------------- helpers
     @staticmethod
     def _ids(app_name: Any, user_id: Any, session_id: Any = None) -> tuple[str, str, str | None]:
-        app = codec.check_id("app_name", app_name)
-        user = codec.check_id("user_id", user_id)
+        app = codec.check_key("app_name", app_name)
+        user = codec.check_key("user_id", user_id)
         sid = None
         if session_id is not None:
-            sid = codec.check_id("session_id", session_id.strip() if isinstance(session_id, str) else session_id)
+            sid = codec.check_key("session_id", session_id.strip() if isinstance(session_id, str) else session_id)
         return app, user, sid
 
     @staticmethod
@@ -265,8 +265,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return session
 
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
-        app = codec.check_id("app_name", app_name)
-        user = codec.check_id("user_id", user_id) if user_id is not None else None
+        app = codec.check_key("app_name", app_name)
+        user = codec.check_key("user_id", user_id) if user_id is not None else None
 
         async def load(conn: AsyncConnection) -> tuple[list, list]:
             rows = (await conn.execute(q.select_sessions(app, user))).all()
@@ -289,8 +289,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         Keyset pagination: each page costs O(limit) whatever its depth, unlike
         ADK's unbounded ``list_sessions`` (ADK issues #4621/#4871).
         """
-        app = codec.check_id("app_name", app_name)
-        user = codec.check_id("user_id", user_id) if user_id is not None else None
+        app = codec.check_key("app_name", app_name)
+        user = codec.check_key("user_id", user_id) if user_id is not None else None
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit must be an integer between 1 and 1000")
         after = _decode_cursor(cursor) if cursor else None
