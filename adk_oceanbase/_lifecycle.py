@@ -4,13 +4,19 @@ Both services take ``url`` / ``config=`` / ``database=`` / ``engine=``, start
 nothing until first use, create a missing schema on first use (like ADK's own
 services) but never alter an existing one implicitly, and release only what
 they created.
+
+Every database call of a service goes through :meth:`DatabaseService._read`,
+:meth:`~DatabaseService._tx`, :meth:`~DatabaseService._rerunnable_tx` or
+:meth:`~DatabaseService._raw_tx`, which turn driver errors into the typed tree
+of :mod:`.errors` (by error number) and re-run what is safe to re-run.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from contextlib import asynccontextmanager
-from typing import AsyncIterator
+from typing import AsyncIterator, Awaitable, Callable, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
@@ -18,10 +24,22 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from . import migrations
 from .config import Config
 from .engine import Database
-from .errors import ConfigurationError, SchemaMissingError, SchemaOutdatedError, translate_db_error
+from .errors import (
+    ConfigurationError,
+    ConnectionFailedError,
+    DeadlockError,
+    SchemaMissingError,
+    SchemaOutdatedError,
+    is_connection_lost,
+    typed_errors,
+)
 from .rawtx import RawTransaction, raw_transaction
 
 __all__ = ["DatabaseService"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class DatabaseService:
@@ -72,36 +90,72 @@ class DatabaseService:
             async with self._check_lock:
                 if not self._checked:
                     await self._db.start()
-                    try:
-                        await migrations.check_schema(self._db)
-                    except (SchemaMissingError, SchemaOutdatedError):
-                        # Outdated may only mean another process is migrating right now:
-                        # create_if_new waits for it, and re-raises if the schema is really old.
-                        if not self._auto_setup:
-                            raise
-                        await migrations.create_if_new(self._db)
-                    await self._on_ready()
+                    with typed_errors():
+                        try:
+                            await migrations.check_schema(self._db)
+                        except (SchemaMissingError, SchemaOutdatedError):
+                            # Outdated may only mean another process is migrating right now:
+                            # create_if_new waits for it, and re-raises if the schema is really old.
+                            if not self._auto_setup:
+                                raise
+                            await migrations.create_if_new(self._db)
+                        await self._on_ready()
                     self._checked = True
         return self._db.engine
+
+    async def _read(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Runs read-only ``work`` on a pooled connection; driver errors come out typed.
+
+        A pooled connection the server dropped (restart, ``KILL``, idle
+        timeout) fails its first statement with 2006/2013.  The pool's
+        checkout check (:mod:`.engine`) sets most aside unused; a read that
+        still meets one runs once more on a fresh connection, which is safe
+        because it changed nothing.  A second failure is raised.
+        """
+        engine = await self._engine()
+        with typed_errors():
+            try:
+                async with engine.connect() as conn:
+                    return await work(conn)
+            except DBAPIError as exc:
+                if not is_connection_lost(exc):
+                    raise
+                logger.info("a pooled connection was dropped by the server; re-running the read")
+            async with engine.connect() as conn:
+                return await work(conn)
+
+    async def _rerunnable_tx(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
+        """Runs ``work`` in one transaction, once more after a deadlock or a lost connection.
+
+        Only for transactions whose re-run is harmless whatever the first run
+        did (deletes, idempotent upserts): a deadlock victim was rolled back,
+        but after a lost connection the first run may have committed.
+        """
+        try:
+            async with self._tx() as conn:
+                return await work(conn)
+        except DeadlockError:
+            logger.info("deadlock victim; re-running the transaction once")
+        except ConnectionFailedError as exc:
+            if not is_connection_lost(exc):
+                raise
+            logger.info("connection lost mid-transaction; re-running it once")
+        async with self._tx() as conn:
+            return await work(conn)
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[AsyncConnection]:
         """One transaction; driver errors come out as our typed errors (by error number)."""
         engine = await self._engine()
-        try:
+        with typed_errors():
             async with engine.begin() as conn:
                 yield conn
-        except DBAPIError as exc:
-            mapped = translate_db_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
 
     @asynccontextmanager
     async def _raw_tx(self) -> AsyncIterator[RawTransaction]:
         """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`)."""
         engine = await self._engine()
-        async with raw_transaction(engine, batch=self.config.batch_statements) as tx:
+        async with raw_transaction(engine, batch=self.config.batch_statements, max_packet=self._db.max_packet) as tx:
             yield tx
 
     async def _release(self) -> None:

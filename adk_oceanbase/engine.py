@@ -17,6 +17,7 @@ from urllib.parse import quote_plus
 import aiomysql
 import pymysql
 from sqlalchemy import event, text
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .config import Config
@@ -102,6 +103,8 @@ class Database:
         self._start_lock = asyncio.Lock()
         self._seekdb_dir: Path | None = None
         self._settings_installed = False
+        self.max_packet = 0
+        """The server's ``max_allowed_packet`` (bytes), read at :meth:`start`: hot-path writes check against it."""
 
     @property
     def engine(self) -> AsyncEngine:
@@ -132,13 +135,14 @@ class Database:
                 self._engine = await self._create_engine()
             try:
                 async with self._engine.connect() as conn:
-                    version = (await conn.execute(text("SELECT VERSION()"))).scalar_one()
+                    version, packet = (await conn.execute(text("SELECT VERSION(), @@max_allowed_packet"))).one()
             except Exception as exc:
                 await self._abort_start()
                 raise ConnectionFailedError(
                     f"cannot connect to {self.config.redacted_url()}: {type(exc).__name__}"
                 ) from exc
             self._dialect = dialect_for(str(version))
+            self.max_packet = int(packet)
             if not self._settings_installed:
                 self._install_session_settings()
                 self._settings_installed = True
@@ -197,7 +201,12 @@ class Database:
         )
 
     def _install_session_settings(self) -> None:
-        """Runs the dialect's per-connection settings on every new pooled connection."""
+        """Runs the dialect's per-connection settings on every new pooled connection, and checks each checkout.
+
+        A pooled connection the server closed while it sat idle (restart,
+        ``KILL``, idle timeout) is replaced at checkout instead of failing its
+        next statement with 2013 (see :func:`_closed_by_server`).
+        """
         statements = self.dialect.init_statements(self.config.query_timeout_s)
         engine = self._engine
         assert engine is not None
@@ -210,6 +219,11 @@ class Database:
                     cur.execute(stmt)
             finally:
                 cur.close()
+
+        @event.listens_for(engine.sync_engine, "checkout")
+        def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
+            if _closed_by_server(dbapi_conn):
+                raise DisconnectionError("the server closed this pooled connection")  # the pool connects anew
 
     async def close(self) -> None:
         """Disposes the engine if we created it and stops embedded seekdb if we started it."""
@@ -230,6 +244,20 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _closed_by_server(dbapi_conn: Any) -> bool:
+    """True when the server has closed an idle pooled connection; costs no round trip.
+
+    The server's FIN (or RST) reaches the aiomysql connection's stream reader
+    as end-of-file (or an error) while the connection sits in the pool, so
+    checkout can look at that flag instead of pinging: a pre-ping is one more
+    round trip on every checkout of the append hot path.  What this misses (a
+    close racing the checkout, a silent network) fails the first statement
+    instead; reads are then re-run on a fresh connection (``DatabaseService._read``).
+    """
+    reader = getattr(getattr(dbapi_conn, "driver_connection", None), "_reader", None)
+    return reader is not None and (reader.at_eof() or reader.exception() is not None)
 
 
 def _safe_reason(exc: BaseException) -> str:

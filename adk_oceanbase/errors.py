@@ -7,6 +7,11 @@ user's ``except`` clause written against ADK keeps working.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+from typing import Iterator
+
+import pymysql
+from sqlalchemy.exc import DBAPIError
 from google.adk.errors.already_exists_error import AlreadyExistsError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
 from google.adk.errors import StaleSessionError
@@ -15,21 +20,29 @@ __all__ = [
     "AdkOceanBaseError",
     "ConfigurationError",
     "ConnectionFailedError",
+    "ConnectionLostError",
     "DeadlockError",
+    "DuplicateKeyError",
     "EmbeddingModelMismatchError",
     "EventTooLargeError",
     "InvalidIdentifierError",
     "InvalidStateError",
+    "InvalidTextError",
     "LockTimeoutError",
     "MemoryNotFoundError",
+    "MemoryTooLongError",
+    "PacketTooLargeError",
+    "QueryTimeoutError",
     "SchemaConflictError",
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SessionAlreadyExistsError",
     "SessionMissingError",
     "StaleSessionConflictError",
+    "StateTooLargeError",
     "ValidationError",
     "translate_db_error",
+    "typed_errors",
 ]
 
 
@@ -45,6 +58,14 @@ class ConnectionFailedError(AdkOceanBaseError):
     """The database (or the embedded seekdb process) could not be reached or started."""
 
 
+class ConnectionLostError(ConnectionFailedError):
+    """A connection broke mid-conversation (2006, 2013, ...): a write's outcome is unknown.
+
+    Reads are re-run once on a fresh connection before this reaches the
+    caller, and so are writes whose re-run is harmless (see the services).
+    """
+
+
 class ValidationError(AdkOceanBaseError, ValueError):
     """Input was rejected before anything was written."""
 
@@ -54,11 +75,36 @@ class InvalidIdentifierError(ValidationError):
 
 
 class InvalidStateError(ValidationError):
-    """A state value cannot be stored as JSON."""
+    """A state key or value is not JSON: values must be dicts with str keys, lists, str, int, finite float, bool or None."""
+
+
+class InvalidTextError(ValidationError):
+    """Text UTF-8 cannot store: a lone surrogate such as ``"\\ud800"`` (a bad decode, half an emoji)."""
 
 
 class EventTooLargeError(ValidationError):
-    """An event's serialised JSON exceeds ``Config.max_event_bytes``."""
+    """An event's JSON exceeds ``Config.max_event_bytes``, or its append (event and state delta, escaped) the server's ``max_allowed_packet``."""
+
+
+class StateTooLargeError(InvalidStateError):
+    """``create_session`` state whose JSON exceeds ``Config.max_event_bytes``, or whose write the server's ``max_allowed_packet``."""
+
+
+class MemoryTooLongError(ValidationError):
+    """Memory content longer than ``MemorySettings.max_content_chars``."""
+
+
+class PacketTooLargeError(ValidationError):
+    """A write's SQL would exceed the server's ``max_allowed_packet`` (error 1153); nothing was sent.
+
+    The services raise it as :class:`EventTooLargeError` or
+    :class:`StateTooLargeError`, naming what to shrink.
+    """
+
+    def __init__(self, size: int, limit: int):
+        super().__init__(f"the write is {size:,} bytes of SQL; the server's max_allowed_packet is {limit:,}")
+        self.size = size
+        self.limit = limit
 
 
 class SessionAlreadyExistsError(AdkOceanBaseError, AlreadyExistsError):
@@ -90,7 +136,15 @@ class DeadlockError(AdkOceanBaseError):
 
 
 class LockTimeoutError(AdkOceanBaseError):
-    """A row lock was not granted in time (MySQL 1205 / OceanBase 6003, 4012); rolled back."""
+    """A row lock was not granted in time (MySQL 1205 / OceanBase 6003); rolled back."""
+
+
+class QueryTimeoutError(AdkOceanBaseError):
+    """A statement ran past the statement timeout (OceanBase 4012, ``Config.query_timeout_s``; MySQL 3024, MariaDB 1969)."""
+
+
+class DuplicateKeyError(AdkOceanBaseError):
+    """A write hit a unique key another writer took first (1062); the transaction was rolled back."""
 
 
 class MemoryNotFoundError(AdkOceanBaseError, KeyError):
@@ -102,13 +156,19 @@ class EmbeddingModelMismatchError(AdkOceanBaseError, ValueError):
 
 
 # MySQL / OceanBase (MySQL mode) server error numbers we translate.  OceanBase
-# reports lock waits with its own codes (4012 timeout, 6003 lock conflict) as
-# well as the MySQL ones, depending on the path.
+# reports lock waits with its own codes as well as 1205, depending on the path
+# (seekdb 1.4 answers 1205 even when the wait ran into ob_query_timeout); its
+# 4012 is a statement that ran out of time, locked or not.
 _DUPLICATE_KEY = 1062
 _DEADLOCK = 1213
-_LOCK_WAIT_TIMEOUTS = {1205, 4012, 6003, 6004}
+_LOCK_WAIT_TIMEOUTS = {1205, 6003, 6004}
+_QUERY_TIMEOUTS = {4012, 3024, 1969}
 _NO_SUCH_TABLE = 1146
-_CONNECTION_CODES = {2002, 2003, 2006, 2013, 1045, 1049}
+_CONNECT_CODES = {2002, 2003, 1045, 1049}
+# The server went away from an open connection: shutdown (1053), KILL (MariaDB
+# 1927), gone away / lost (2006, 2013, 2055), out of step (2014), idle timeout
+# (MySQL 8 4031).  0 is pymysql's InterfaceError on a connection it had closed.
+_LOST_CODES = {0, 1053, 1927, 2006, 2013, 2014, 2045, 2055, 4031}
 
 
 def driver_error_code(exc: BaseException) -> int | None:
@@ -118,6 +178,8 @@ def driver_error_code(exc: BaseException) -> int | None:
     at ``.orig`` and carries ``(errno, message)`` in ``args``.
     """
     orig = getattr(exc, "orig", exc)
+    if not isinstance(orig, pymysql.err.MySQLError):
+        return None  # an OSError's args[0] is an errno, not a server error number
     args = getattr(orig, "args", ())
     if args and isinstance(args[0], int):
         return args[0]
@@ -129,18 +191,51 @@ def is_duplicate_key(exc: BaseException) -> bool:
     return driver_error_code(exc) == _DUPLICATE_KEY
 
 
+def is_connection_lost(exc: BaseException) -> bool:
+    """True when an open connection broke mid-conversation (driver error or socket error)."""
+    if isinstance(exc, ConnectionLostError):
+        return True
+    orig = getattr(exc, "orig", exc)
+    if isinstance(orig, ConnectionError):
+        return True
+    code = driver_error_code(exc)
+    return code in _LOST_CODES and (code != 0 or isinstance(orig, pymysql.err.InterfaceError))
+
+
 def translate_db_error(exc: BaseException) -> BaseException:
     """Maps a driver error to our typed tree by error number; returns ``exc`` when unknown."""
+    if isinstance(exc, AdkOceanBaseError):
+        return exc
     code = driver_error_code(exc)
+    if code == _DUPLICATE_KEY:
+        return DuplicateKeyError(f"duplicate key (error {code}); the transaction was rolled back")
     if code == _DEADLOCK:
         return DeadlockError(f"deadlock detected (MySQL error {code}); the transaction was rolled back")
     if code in _LOCK_WAIT_TIMEOUTS:
         return LockTimeoutError(f"lock wait timed out (error {code}); the transaction was rolled back")
+    if code in _QUERY_TIMEOUTS:
+        return QueryTimeoutError(
+            f"statement timed out (error {code}); raise Config.query_timeout_s if it is expected to take longer"
+        )
     if code == _NO_SUCH_TABLE:
         return SchemaMissingError(
             "adk-oceanbase tables are missing: run `adk-oceanbase db upgrade --url URL` "
             "or `await service.setup()` once"
         )
-    if code in _CONNECTION_CODES:
+    if is_connection_lost(exc):
+        return ConnectionLostError(f"lost the database connection (error {code or type(exc).__name__})")
+    if code in _CONNECT_CODES:
         return ConnectionFailedError(f"cannot reach the database (error {code})")
     return exc
+
+
+@contextmanager
+def typed_errors() -> Iterator[None]:
+    """Re-raises driver and socket errors as our typed errors (by error number); unknown ones pass unchanged."""
+    try:
+        yield
+    except (DBAPIError, pymysql.err.MySQLError, ConnectionError) as exc:
+        mapped = translate_db_error(exc)
+        if mapped is exc:
+            raise
+        raise mapped from exc

@@ -28,7 +28,7 @@ from pymysql.constants import CLIENT
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.base import Executable
 
-from .errors import translate_db_error
+from .errors import PacketTooLargeError, is_connection_lost, typed_errors
 
 __all__ = ["COMMIT", "RawTransaction", "Result", "raw_transaction"]
 
@@ -42,11 +42,12 @@ Result = tuple[int, list[tuple[Any, ...]]]
 class RawTransaction:
     """One open transaction on a driver connection; see :func:`raw_transaction`."""
 
-    __slots__ = ("_cursor", "_dialect", "_multi", "finished")
+    __slots__ = ("_cursor", "_dialect", "_max_packet", "_multi", "finished")
 
-    def __init__(self, cursor: Any, dialect: Any, batch: bool = True):
+    def __init__(self, cursor: Any, dialect: Any, batch: bool = True, max_packet: int = 0):
         self._cursor = cursor
         self._dialect = dialect
+        self._max_packet = max_packet
         self._multi = batch and bool(cursor.connection.client_flag & CLIENT.MULTI_STATEMENTS)
         self.finished = False
         """True once a batch ended with COMMIT: the context manager then commits nothing more."""
@@ -60,15 +61,23 @@ class RawTransaction:
         the same round trip.  The server stops at the first failing statement
         and the error is raised here; the statements before it stay part of
         the open transaction, which the context manager then rolls back.
+
+        Raises:
+            PacketTooLargeError: a packet would exceed the server's
+                ``max_allowed_packet``; checked before anything is sent.
         """
         texts = [self._render(sql, params) for sql, params in statements]
         commits = bool(statements) and statements[-1][0] == COMMIT
+        if self._multi:
+            texts = [";\n".join(texts)]
+        for text in texts:
+            self._check_size(text)
         if not self._multi:
             results = []
             for text in texts:
                 results.append(await self._run_text(text))
         else:
-            results = [await self._run_text(";\n".join(texts))]
+            results = [await self._run_text(texts[0])]
             while await self._cursor.nextset():
                 results.append(await self._collect())
         if commits:
@@ -92,6 +101,18 @@ class RawTransaction:
         await self._cursor.connection.rollback()
 
     # ------------------------------------------------------------------ internals
+    def _check_size(self, text: str) -> None:
+        """Refuses a statement the server would reject with 1153, before sending any of it.
+
+        ``n`` characters are ``n`` to ``4n`` bytes of UTF-8, so only texts
+        that could be too big are encoded to measure them.
+        """
+        budget = self._max_packet - _PACKET_OVERHEAD
+        if self._max_packet and len(text) * 4 > budget:
+            size = len(text.encode("utf-8"))
+            if size > budget:
+                raise PacketTooLargeError(size, self._max_packet)
+
     def _render(self, sql: str, params: Any) -> str:
         if params is None:
             return sql
@@ -113,35 +134,45 @@ class RawTransaction:
         return cur.rowcount, rows
 
 
+_PACKET_OVERHEAD = 1024
+"""Bytes of ``max_allowed_packet`` kept for the command byte and the protocol's framing."""
+
+
 @asynccontextmanager
-async def raw_transaction(engine: AsyncEngine, *, batch: bool = True) -> AsyncIterator[RawTransaction]:
+async def raw_transaction(
+    engine: AsyncEngine, *, batch: bool = True, max_packet: int = 0
+) -> AsyncIterator[RawTransaction]:
     """A transaction on a pooled connection: committed on success, rolled back on any error.
 
     ``batch=False`` makes :meth:`RawTransaction.batch` send one statement per
-    round trip.  Server errors come out as our typed errors (by error number, like
-    ``DatabaseService._tx``).  A connection whose conversation with the server
-    may be out of step (cancelled mid-statement, network error, failed
-    rollback) is invalidated instead of being returned to the pool.
+    round trip; ``max_packet`` is the server's ``max_allowed_packet`` (0:
+    unchecked).  Driver errors, failing to get a connection included, come
+    out as our typed errors (by error number, like ``DatabaseService._tx``).
+    A connection whose conversation with the server may be out of step
+    (cancelled mid-statement, network error, failed rollback) is invalidated
+    instead of being returned to the pool.
     """
-    async with engine.connect() as sa_conn:
-        pooled = await sa_conn.get_raw_connection()
-        driver = pooled.driver_connection
-        cursor = await driver.cursor()
-        tx = RawTransaction(cursor, engine.dialect, batch)
-        try:
-            yield tx
-            if not tx.finished:
-                await driver.commit()
-        except BaseException as exc:
-            if not await _rolled_back(driver, exc):
-                await sa_conn.invalidate()
-            if isinstance(exc, pymysql.err.MySQLError):
-                mapped = translate_db_error(exc)
-                if mapped is not exc:
-                    raise mapped from exc
-            raise
-        finally:
-            await cursor.close()
+    with typed_errors():
+        async with engine.connect() as sa_conn:
+            pooled = await sa_conn.get_raw_connection()
+            driver = pooled.driver_connection
+            cursor = await driver.cursor()
+            tx = RawTransaction(cursor, engine.dialect, batch, max_packet)
+            try:
+                yield tx
+                if not tx.finished:
+                    await driver.commit()
+            except BaseException as exc:
+                if not await _rolled_back(driver, exc):
+                    if is_connection_lost(exc):
+                        # What SQLAlchemy does on a disconnect: the server likely dropped
+                        # its siblings too, so connections opened before now are replaced
+                        # at their next checkout (a re-run must not meet another dead one).
+                        engine.sync_engine.pool._invalidate(pooled, exc, _checkin=False)
+                    await sa_conn.invalidate()
+                raise
+            finally:
+                await cursor.close()
 
 
 async def _rolled_back(driver: Any, exc: BaseException) -> bool:

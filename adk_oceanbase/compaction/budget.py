@@ -10,7 +10,7 @@ packed before raw events because one summary stands for many of them.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from google.adk.events.event import Event
 
@@ -66,8 +66,8 @@ async def load_within_budget(
     if not isinstance(max_tokens, int) or max_tokens < 0:
         raise ValidationError("max_tokens must be a non-negative integer")
     app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
-    engine = await service._engine()
-    async with engine.connect() as conn:
+
+    async def load(conn: Any) -> tuple[list, list, list, int, list] | None:
         if (await conn.execute(cq.session_head(app, user, sid))).first() is None:
             return None
         summary_rows = (await conn.execute(cq.live_summaries(app, user, sid))).all()
@@ -83,6 +83,12 @@ async def load_within_budget(
         total_live = (await conn.execute(cq.live_raw_count(app, user, sid))).scalar() or 0
         seqs = [r.seq for r in window]
         rows = (await conn.execute(cq.events_by_seq(app, user, sid, seqs))).all() if seqs else []
+        return summary_rows, kept_summaries, window, total_live, rows
+
+    loaded = await service._read(load)
+    if loaded is None:
+        return None
+    summary_rows, kept_summaries, window, total_live, rows = loaded
     return BudgetedEvents(
         budget=max_tokens,
         summaries=[codec.decode_event(r.event_json) for r in kept_summaries],

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from google.adk.apps.base_events_summarizer import BaseEventsSummarizer
 from google.adk.errors import StaleSessionError
@@ -129,9 +129,11 @@ async def _attempt(
     revision = int(marker.split(":", 1)[1]) if marker.startswith("ob:") else None
     if revision is None:
         raise RuntimeError("compact_session needs a session loaded by OceanBaseSessionService")
-    engine = await service._engine()
-    async with engine.connect() as conn:
-        rows = (await conn.execute(cq.live_event_meta(app, user, sid, max_seq=revision))).all()
+
+    async def load(conn: Any) -> list:
+        return (await conn.execute(cq.live_event_meta(app, user, sid, max_seq=revision))).all()
+
+    rows = await service._read(load)
     if [r.event_id for r in rows] != [e.id for e in session.events]:
         raise StaleSessionError("session changed between reads")
     infos = [EventInfo(r.seq, r.ts, r.token_count, r.event_type, bool(r.is_final), r.invocation_id) for r in rows]

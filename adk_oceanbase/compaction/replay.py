@@ -87,15 +87,17 @@ async def replay_state(
     app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
     if event_id is not None:
         codec.check_id("event_id", event_id)
-    engine = await service._engine()
-    async with engine.connect() as conn:
+
+    async def load(conn: Any) -> tuple[Any, list, list]:
         if (await conn.execute(sq.select_session(app, user, sid))).first() is None:
             raise SessionMissingError(f"Session {sid} not found.")
         pos = (await conn.execute(cq.event_position(app, user, sid, event_id=event_id, at_ts=at_time))).first()
         if pos is None and event_id is not None:
             raise SessionMissingError(f"Event {event_id} is not in session {sid}.")
         deltas = (await conn.execute(cq.replay_deltas(app, None))).all()
-        initials = (await conn.execute(cq.initial_states(app, None))).all()
+        return pos, deltas, (await conn.execute(cq.initial_states(app, None))).all()
+
+    pos, deltas, initials = await service._read(load)
 
     seq = pos.seq if pos is not None else 0
     if event_id is None and at_time is None:

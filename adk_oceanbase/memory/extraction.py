@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "TURN_EXTRACTOR",
+    "clip",
     "ExtractedFact",
     "LlmExtractor",
     "MemoryDraft",
@@ -73,6 +74,18 @@ def is_trivial(text: str, min_chars: int = 8) -> bool:
         return True
     length = sum(3 if _is_cjk(ch) else 1 for ch in bare)
     return length < min_chars
+
+
+def clip(text: str, max_chars: int) -> str:
+    """``text`` cut to ``max_chars``, at the last whitespace when there is one (CJK text has none)."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    if not text[max_chars].isspace():
+        words = head.rsplit(None, 1)
+        if len(words) == 2:
+            head = words[0]
+    return head.rstrip()
 
 
 def event_text(event: "Event") -> str:

@@ -12,6 +12,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from ..errors import ValidationError
+from ..sessions.codec import check_timestamp
 from .consolidation import _loads
 from .scoring import Signals
 
@@ -39,9 +40,10 @@ def parse_timestamp(ts: str | None) -> datetime:
         parsed = datetime.fromisoformat(ts)
     except ValueError as exc:
         raise ValidationError(f"MemoryEntry.timestamp must be ISO 8601, got {ts!r}") from exc
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(timezone.utc).replace(tzinfo=None)
-    return parsed
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    check_timestamp("MemoryEntry.timestamp", parsed.timestamp())  # a plausible moment, not year 1 or 9999
+    return parsed.astimezone(timezone.utc).replace(tzinfo=None)
 
 
 def to_hit(row: Any, sig: Signals) -> MemoryHit:

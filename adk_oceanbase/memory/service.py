@@ -19,21 +19,27 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
 from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import EmbeddingModelMismatchError, driver_error_code, translate_db_error
-from ..sessions.codec import check_id, decode_event
+from ..errors import (
+    EmbeddingModelMismatchError,
+    MemoryTooLongError,
+    ValidationError,
+    driver_error_code,
+)
+from ..sessions.codec import check_id, check_text, check_timestamp, decode_event
 from ..telemetry import traced
+from . import arguments as args
 from . import queries as q
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .lexical import stem_text
-from .extraction import LlmExtractor, MemoryDraft, event_text, group_exchanges, memory_id_for, turn_drafts
+from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, memory_id_for, turn_drafts
 from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
@@ -193,8 +199,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         stmt, params = q.session_event_log(app, user, check_id("session_id", session_id))
-        async with (await self._engine()).connect() as conn:
-            payloads = [r[0] for r in (await conn.execute(stmt, params)).all()]
+
+        async def load(conn: AsyncConnection) -> list[str]:
+            return [r[0] for r in (await conn.execute(stmt, params)).all()]
+
+        payloads = await self._read(load)
         if not payloads:
             return []
         return await asyncio.to_thread(lambda: [decode_event(p) for p in payloads])
@@ -225,15 +234,20 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     ) -> None:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         sid = check_id("session_id", session_id) if session_id else None  # "" means no session, as before
-        for event in events:
-            check_id("event id", event.id)
-        meta = dict(custom_metadata or {})
+        meta = args.check_metadata(custom_metadata or {})
+        for e in events:
+            check_id("event id", e.id)
+            check_timestamp(f"timestamp of event {e.id}", e.timestamp)
         await self._engine()
         if self._extractor is None:
             positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
         else:
             drafts = await self._llm_drafts(app, user, sid, events, meta)
+        for d in drafts:
+            d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
+            if d.author is not None:
+                check_text(f"author of event {d.event_ids}", d.author)
         await self._write(app, user, drafts)
 
     async def _turn_positions(
@@ -247,7 +261,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         continuation after the highest position stored for the session.
         """
         ids = [e.id for e in events if e.id]
-        async with (await self._engine()).connect() as conn:
+
+        async def load(conn: AsyncConnection) -> tuple[dict[str, int], int]:
             logged: dict[str, int] = {}
             if ids:
                 stmt, params = q.event_positions(app, user, sid, ids)
@@ -256,6 +271,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             if not whole_session and len(logged) < len(events):
                 stmt, params = q.last_turn_pos(app, user, sid)
                 base = int((await conn.execute(stmt, params)).scalar() or 0) + 1
+            return logged, base
+
+        logged, base = await self._read(load)
         return [logged.get(e.id) if e.id in logged else base + i for i, e in enumerate(events)]
 
     async def _llm_drafts(
@@ -268,8 +286,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return []
         keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]
         stmt, params = q.existing_ids(keys)
-        async with (await self._engine()).connect() as conn:
-            done = {r[0] for r in (await conn.execute(stmt, params)).all()}
+
+        async def load(conn: AsyncConnection) -> set[str]:
+            return {r[0] for r in (await conn.execute(stmt, params)).all()}
+
+        done = await self._read(load)
         drafts: list[MemoryDraft] = []
         for key, group in zip(keys, exchanges):
             if key in done:
@@ -284,8 +305,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not drafts:
             return []
         self._learn_authors(app, user, drafts)
-        async with self._tx() as conn:
-            new_ids = await write_drafts(conn, app, user, drafts, _now())
+        now = _now()
+        # Idempotent (known ids are skipped), so a deadlock victim or a lost connection re-runs it.
+        new_ids = await self._rerunnable_tx(lambda conn: write_drafts(conn, app, user, drafts, now))
         self._vectorizer.submit(new_ids)
         return new_ids
 
@@ -306,16 +328,28 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             body = _text(entry)
             if not body:
                 continue
+            if len(body) > self.settings.max_content_chars:
+                raise MemoryTooLongError(
+                    f"memory content is {len(body):,} characters; the limit is {self.settings.max_content_chars:,} "
+                    "(MemorySettings.max_content_chars): store it as several memories"
+                )
+            check_text("memory content", body)
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
-            topics = [str(t) for t in meta.pop("topics", None) or []]
-            importance = float(meta.pop("importance", 0.5))
+            topics = args.check_topics(meta.pop("topics", None) or [])
+            importance = args.check_importance(meta.pop("importance", 0.5))
+            meta = args.check_metadata(meta)
+            sid = meta.pop("session_id", None)
+            if sid is not None:
+                sid = check_id("custom_metadata['session_id']", sid)
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
             check_id("memory id", mid, max_len=64)
+            if entry.author is not None:
+                check_text("memory author", entry.author)
             drafts.append(
                 MemoryDraft(
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
-                    session_id=meta.pop("session_id", None), event_ids=[], extractor="manual",
-                    topics=topics, importance=min(max(importance, 0.0), 1.0), custom_metadata=meta,
+                    session_id=sid, event_ids=[], extractor="manual",
+                    topics=topics, importance=importance, custom_metadata=meta,
                 )
             )
         await self._engine()
@@ -328,9 +362,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not memory_id:
             return
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        stmt, params = q.delete_memory(app, user, check_id("memory_id", memory_id, max_len=64), _now())
-        async with self._tx() as conn:
-            await conn.execute(stmt, params)
+        memory_id = check_id("memory_id", memory_id, max_len=64)
+        stmt, params = q.delete_memory(app, user, memory_id, _now())
+        await self._rerunnable_tx(lambda conn: conn.execute(stmt, params))
 
     # --------------------------------------------------------------- search
     @override
@@ -370,16 +404,21 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 the wall clock.  Replays and benchmarks pass their own clock.
         """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        if not query or not query.strip():
-            return []
+        if not isinstance(query, str):
+            raise ValidationError(f"query must be a string, got {type(query).__name__}")
+        check_text("query", query)
         s = self.settings
-        k = top_k or s.top_k
-        flt = filters if isinstance(filters, SearchFilters) or filters is None else SearchFilters(**filters)
+        k = args.top_k(top_k, s.top_k)
+        flt = args.search_filters(filters)
         if flt is not None and flt.session_id is not None:
             check_id("filters.session_id", flt.session_id)
-        w = weights if isinstance(weights, ScoreWeights) else dataclasses.replace(s.weights, **dict(weights or {}))
-        ms = s.min_score if min_score is None else min_score
-        engine = await self._engine()
+        w = args.score_weights(weights, s.weights)
+        ms = args.min_score(min_score, s.min_score)
+        if now is not None and not isinstance(now, datetime):
+            raise ValidationError(f"now must be a datetime, got {type(now).__name__}")
+        if not query.strip():
+            return []
+        await self._engine()
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
         # A zero full-text weight skips the MATCH candidates altogether.
@@ -389,21 +428,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
         now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
-        try:
-            async with engine.connect() as conn:
-                if use_sql:
-                    hits = await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile.big)
-                else:
-                    hits = await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
-                if hits and (s.bump_access if bump_access is None else bump_access):
-                    stmt, params = q.bump_access([h.memory_id for h in hits], now)
-                    await conn.execute(stmt, params)
-                    await conn.commit()
-        except DBAPIError as exc:
-            mapped = translate_db_error(exc)
-            if mapped is exc:
-                raise
-            raise mapped from exc
+
+        async def rank(conn: AsyncConnection) -> list[MemoryHit]:
+            if use_sql:
+                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile.big)
+            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
+
+        hits = await self._read(rank)
+        if hits and (s.bump_access if bump_access is None else bump_access):
+            # Its own transaction: a re-run read must not count its hits twice.
+            stmt, params = q.bump_access([h.memory_id for h in hits], now)
+            async with self._tx() as conn:
+                await conn.execute(stmt, params)
         return hits
 
     async def _profile(self, app: str, user: str) -> _UserProfile:
@@ -417,12 +453,15 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         clock = time.monotonic()
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
-        async with (await self._engine()).connect() as conn:
+        cap = self.settings.fulltext_overfetch_rows
+
+        async def load(conn: AsyncConnection) -> tuple[list[str], bool]:
             stmt, params = sq.user_authors(app, user)
             names = [r[0] for r in (await conn.execute(stmt, params)).all()]
-            cap = self.settings.fulltext_overfetch_rows
             stmt, params = sq.user_rows_capped(app, user, cap)
-            big = int((await conn.execute(stmt, params)).scalar() or 0) >= cap
+            return names, int((await conn.execute(stmt, params)).scalar() or 0) >= cap
+
+        names, big = await self._read(load)
         if len(self._profiles) > 10_000:
             self._profiles.clear()
         profile = _UserProfile(clock, _name_terms(names), big)

@@ -8,15 +8,23 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from datetime import datetime, timezone
 from typing import Any, Iterable
 
 import pydantic
 from google.adk.events.event import Event
 from google.adk.sessions.state import State
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError
 
-from ..errors import EventTooLargeError, InvalidIdentifierError, InvalidStateError
+from ..errors import (
+    EventTooLargeError,
+    InvalidIdentifierError,
+    InvalidStateError,
+    InvalidTextError,
+    StateTooLargeError,
+    ValidationError,
+)
 from ..schema import ID_LEN, STATE_KEY_LEN
 from ..tokens import TokenCounter, event_text
 
@@ -25,6 +33,9 @@ __all__ = [
     "SESSION",
     "USER",
     "check_id",
+    "check_state_size",
+    "check_text",
+    "check_timestamp",
     "decode_event",
     "decode_value",
     "encode_event",
@@ -34,6 +45,7 @@ __all__ = [
     "state_document",
     "split_state",
     "to_datetime",
+    "utf8",
 ]
 
 logger = logging.getLogger(__name__)
@@ -59,7 +71,37 @@ def check_id(kind: str, value: Any, *, max_len: int = ID_LEN) -> str:
         )
     if len(value) > max_len:
         raise InvalidIdentifierError(f"{kind} is {len(value)} characters; the limit is {max_len}")
+    return check_text(kind, value, InvalidIdentifierError)
+
+
+def check_text(kind: str, value: str, error: type[Exception] = InvalidTextError) -> str:
+    """Returns ``value`` if UTF-8 can store it; a lone surrogate (``"a\\ud800b"``) raises ``error`` naming ``kind``."""
+    utf8(kind, value, error)
     return value
+
+
+def utf8(kind: str, value: str, error: type[Exception] = InvalidTextError) -> bytes:
+    """``value`` encoded as UTF-8; text with a lone surrogate raises ``error`` naming ``kind``."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(f"{kind} holds a lone surrogate ({value[exc.start]!r} at {exc.start}), which UTF-8 cannot store") from exc
+
+
+MAX_EPOCH_S = 1e10
+"""Largest timestamp taken as epoch seconds (year 2286): milliseconds (1.7e12 today) are refused, not stored as year 55,000."""
+
+
+def check_timestamp(kind: str, value: Any) -> float:
+    """Returns ``value`` if it is plausible epoch seconds (0 to ``MAX_EPOCH_S``, finite); raises naming ``kind``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValidationError(f"{kind} must be epoch seconds (a number), got {type(value).__name__}")
+    if not (math.isfinite(value) and 0 <= value <= MAX_EPOCH_S):
+        raise ValidationError(
+            f"{kind} must be epoch seconds between 0 and {MAX_EPOCH_S:.0e} (year 2286), got {value!r}"
+            + (": milliseconds? divide by 1000" if math.isfinite(value) and value > MAX_EPOCH_S else "")
+        )
+    return float(value)
 
 
 def to_datetime(epoch: float) -> datetime:
@@ -69,12 +111,44 @@ def to_datetime(epoch: float) -> datetime:
 
 # ------------------------------------------------------------------ state
 def _encode_value(key: str, value: Any) -> str:
-    try:
-        return json.dumps(to_jsonable_python(value), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    except (PydanticSerializationError, TypeError, ValueError) as exc:
+    """The value's JSON; only JSON-native values, so what a load returns equals what was stored.
+
+    A set, tuple, bytes, datetime, Decimal or UUID would come back as
+    something else (a list, a string), so it is refused, not converted.
+    """
+    _check_json_native(key, value)
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    check_text(f"state value for key {key!r}", raw, InvalidStateError)
+    return raw
+
+
+def _check_json_native(key: str, value: Any) -> None:
+    """Raises ``InvalidStateError`` naming ``key`` unless ``value`` is JSON all the way down (iterative: no depth limit)."""
+    stack, seen = [value], set()
+    while stack:
+        v = stack.pop()
+        if v is None or isinstance(v, (str, bool, int)):
+            continue
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                raise InvalidStateError(f"state value for key {key!r} holds {v!r}, which JSON cannot store")
+            continue
+        if isinstance(v, (list, dict)):
+            if id(v) in seen:
+                raise InvalidStateError(f"state value for key {key!r} contains itself")
+            seen.add(id(v))
+            if isinstance(v, list):
+                stack.extend(v)
+                continue
+            for k, item in v.items():
+                if not isinstance(k, str):
+                    raise InvalidStateError(f"state value for key {key!r} has a {type(k).__name__} dict key; JSON keys are strings")
+                stack.append(item)
+            continue
         raise InvalidStateError(
-            f"state value for key {key!r} ({type(value).__name__}) cannot be stored as JSON"
-        ) from exc
+            f"state value for key {key!r} holds a {type(v).__name__}: state values must be JSON "
+            "(dict with str keys, list, str, int, finite float, bool, None)"
+        )
 
 
 def decode_value(raw: str) -> Any:
@@ -87,6 +161,7 @@ def split_state(state: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
     for key, value in (state or {}).items():
         if not isinstance(key, str):
             raise InvalidStateError(f"state keys must be strings, got {type(key).__name__}")
+        check_text(f"state key {key!r}", key, InvalidStateError)
         if key.startswith(State.TEMP_PREFIX):
             continue
         if key.startswith(State.APP_PREFIX):
@@ -122,6 +197,13 @@ def state_document(encoded: list[tuple[str, str, str]]) -> str | None:
     prefix = {APP: State.APP_PREFIX, USER: State.USER_PREFIX, SESSION: ""}
     items = (json.dumps(prefix[scope] + key, ensure_ascii=False) + ":" + raw for scope, key, raw in encoded)
     return "{" + ",".join(items) + "}"
+
+
+def check_state_size(document: str | None, max_bytes: int) -> None:
+    """Refuses a ``create_session`` state whose JSON is over ``max_bytes``: the same bound as one event's."""
+    size = len(utf8("session state", document, InvalidStateError)) if document else 0
+    if size > max_bytes:
+        raise StateTooLargeError(f"session state is {size:,} bytes of JSON; the limit is {max_bytes:,} (Config.max_event_bytes)")
 
 
 def merge_state(rows: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
@@ -160,8 +242,13 @@ def event_type(event: Event) -> str:
 
 
 def encode_event(event: Event, *, counter: TokenCounter, max_bytes: int) -> tuple[str, int]:
-    """Serialises an event to its stored JSON and counts its tokens; enforces the size limit."""
+    """Serialises an event to its stored JSON and counts its tokens; enforces the size limit.
+
+    Events keep pydantic's JSON round trip (inline ``bytes`` become base64),
+    but text UTF-8 cannot store, anywhere in the event, is refused.
+    """
     check_id("event id", event.id)
+    check_timestamp("event timestamp", event.timestamp)
     if event.invocation_id:
         check_id("invocation_id", event.invocation_id, max_len=256)
     if event.actions is not None and event.actions.rewind_before_invocation_id:
@@ -171,7 +258,7 @@ def encode_event(event: Event, *, counter: TokenCounter, max_bytes: int) -> tupl
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
         raise InvalidStateError(f"event {event.id} cannot be stored as JSON: {type(exc).__name__}") from exc
-    size = len(payload.encode("utf-8"))
+    size = len(utf8(f"event {event.id}", payload))
     if size > max_bytes:
         raise EventTooLargeError(f"event {event.id} is {size} bytes of JSON; the limit is {max_bytes} (Config.max_event_bytes)")
     return payload, counter.count(event_text(event))

@@ -42,6 +42,7 @@ __all__ = [
     "select_unarchived_rows",
     "unarchive_from",
     "window_start_seq",
+    "select_created_at",
     "select_session",
     "select_sessions",
     "select_sessions_page",
@@ -122,6 +123,10 @@ SELECT scope, state_key, value_json
 
 def select_session(app: str, user: str, sid: str) -> Select:
     return SELECT_SESSION.params(app=app, user=user, sid=sid)
+
+
+def select_created_at(app: str, user: str, sid: str) -> Select:
+    return select(S.c.created_at).where(_session_key(app, user, sid))
 
 
 def lock_session(app: str, user: str, sid: str) -> Select:

@@ -22,16 +22,22 @@ from google.adk.events.event import Event
 from google.adk.sessions.base_session_service import BaseSessionService, GetSessionConfig, ListSessionsResponse
 from google.adk.sessions.session import Session
 import pymysql
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .._lifecycle import DatabaseService
 from ..rawtx import COMMIT, RawTransaction
 from ..config import Config
 from ..engine import Database
 from ..errors import (
+    ConnectionLostError,
+    DeadlockError,
+    DuplicateKeyError,
+    EventTooLargeError,
+    PacketTooLargeError,
     SessionAlreadyExistsError,
     SessionMissingError,
     StaleSessionConflictError,
+    StateTooLargeError,
     ValidationError,
     is_duplicate_key,
 )
@@ -171,29 +177,32 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         app, user, sid = self._ids(app_name, user_id, session_id)
         sid = sid or str(uuid.uuid4())
         encoded = codec.encode_state(codec.split_state(state))
+        document = codec.state_document(encoded)
+        codec.check_state_size(document, self.config.max_event_bytes)
         now = time.time()
         when = codec.to_datetime(now)
-        row = {
-            "app": app,
-            "user": user,
-            "sid": sid,
-            "ts": now,
-            "when": when,
-            "initial_state": codec.state_document(encoded),
-        }
+        row = {"app": app, "user": user, "sid": sid, "ts": now, "when": when, "initial_state": document}
+        # One round trip: the session row, its state, the merged state read back, COMMIT.
+        # A duplicate id fails the first statement; the server runs none after it.
+        statements = [(q.RAW_INSERT_SESSION, row)]
+        if encoded:
+            statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded, when)))
+        statements += [(q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}), (COMMIT, None)]
         try:
-            # One round trip: the session row, its state, the merged state read back, COMMIT.
-            # A duplicate id fails the first statement; the server runs none after it.
-            statements = [(q.RAW_INSERT_SESSION, row)]
-            if encoded:
-                statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded, when)))
-            statements += [(q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}), (COMMIT, None)]
-            async with self._raw_tx() as tx:
-                state_rows = (await tx.batch(statements))[-2][1]
-        except pymysql.err.IntegrityError as exc:
-            if is_duplicate_key(exc):
-                raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
-            raise
+            try:
+                async with self._raw_tx() as tx:
+                    state_rows = (await tx.batch(statements))[-2][1]
+            except ConnectionLostError:
+                # The first run may have committed: a row with our creation time is ours.
+                if await self._read(lambda conn: _created_at(conn, app, user, sid)) == when:
+                    logger.info("create_session committed before the connection was lost")
+                    return await self.get_session(app_name=app, user_id=user, session_id=sid)
+                async with self._raw_tx() as tx:
+                    state_rows = (await tx.batch(statements))[-2][1]
+        except DuplicateKeyError as exc:
+            raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
+        except PacketTooLargeError as exc:
+            raise StateTooLargeError(f"the state of session {sid} is too large to write: {exc}") from exc
         session = Session(
             id=sid, app_name=app, user_id=user, state=codec.merge_state(state_rows), last_update_time=now
         )
@@ -222,9 +231,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         app, user, sid = self._ids(app_name, user_id, session_id)
         num = config.num_recent_events if config else None
         after = config.after_timestamp if config and config.after_timestamp else None
-        engine = await self._engine()
-        async with engine.connect() as conn:
-            key = {"app": app, "user": user, "sid": sid}
+        key = {"app": app, "user": user, "sid": sid}
+
+        async def load(conn: AsyncConnection) -> tuple[Any, list, list] | None:
             head = (await conn.execute(q.SELECT_SESSION, key)).first()
             if head is None:
                 return None
@@ -240,7 +249,12 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                 rows = (await conn.execute(q.select_live_events(app, user, sid, after_ts=after, min_seq=floor))).all()
             else:
                 rows = []
-            state_rows = (await conn.execute(q.SELECT_STATE_ROWS, key)).all()
+            return head, rows, (await conn.execute(q.SELECT_STATE_ROWS, key)).all()
+
+        loaded = await self._read(load)
+        if loaded is None:
+            return None
+        head, rows, state_rows = loaded
         events = await _decode_events([r.event_json for r in rows])
         session = Session(
             id=sid,
@@ -257,10 +271,12 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         app = codec.check_id("app_name", app_name)
         user = codec.check_id("user_id", user_id) if user_id is not None else None
-        engine = await self._engine()
-        async with engine.connect() as conn:
+
+        async def load(conn: AsyncConnection) -> tuple[list, list]:
             rows = (await conn.execute(q.select_sessions(app, user))).all()
-            state_rows = (await conn.execute(q.select_state_for_list(app, user))).all()
+            return rows, (await conn.execute(q.select_state_for_list(app, user))).all()
+
+        rows, state_rows = await self._read(load)
         return ListSessionsResponse(sessions=self._sessions_with_state(app, rows, state_rows))
 
     @traced
@@ -283,14 +299,16 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit must be an integer between 1 and 1000")
         after = _decode_cursor(cursor) if cursor else None
-        engine = await self._engine()
-        async with engine.connect() as conn:
+
+        async def load(conn: AsyncConnection) -> tuple[list, list]:
             stmt = q.select_sessions_page(app, user, limit=limit + 1, after=after, newest_first=newest_first)
             rows = (await conn.execute(stmt)).all()
-            more = len(rows) > limit
-            rows = rows[:limit]
-            sids = [r.session_id for r in rows]
-            state_rows = (await conn.execute(q.select_state_for_list(app, user, sids))).all() if rows else []
+            sids = [r.session_id for r in rows[:limit]]
+            return rows, (await conn.execute(q.select_state_for_list(app, user, sids))).all() if rows else []
+
+        rows, state_rows = await self._read(load)
+        more = len(rows) > limit
+        rows = rows[:limit]
         sessions = self._sessions_with_state(app, rows, state_rows)
         next_cursor = None
         if more and rows:
@@ -322,19 +340,35 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
 
     @traced
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
-        """Deletes the session with its events and session-scoped state in one transaction."""
+        """Deletes the session with its events and session-scoped state in one transaction.
+
+        The session row goes first: its lock is the one every writer of a
+        session takes first (the append's compare-and-set, the create's
+        insert), so a delete waits for an append in flight and then deletes
+        what it committed (READ COMMITTED: each statement sees the latest
+        commits), and an append after it finds no session.  Deleting events
+        first left an in-flight append's rows behind, or locked the two in a
+        cycle until the lock wait timed out.  Events and state go only with
+        the row: a delete of a missing session must not take the state of a
+        create of the same id committing meanwhile.
+        """
         app, user, sid = self._ids(app_name, user_id, session_id)
-        async with self._tx() as conn:
-            await conn.execute(q.delete_events(app, user, sid))
-            await conn.execute(q.delete_session_state(app, user, sid))
-            await conn.execute(q.delete_session(app, user, sid))
+
+        async def delete(conn: AsyncConnection) -> None:
+            if (await conn.execute(q.delete_session(app, user, sid))).rowcount:
+                await conn.execute(q.delete_events(app, user, sid))
+                await conn.execute(q.delete_session_state(app, user, sid))
+
+        await self._rerunnable_tx(delete)  # deleting twice is deleting once
 
     @traced
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         app, user, _ = self._ids(app_name, user_id)
-        engine = await self._engine()
-        async with engine.connect() as conn:
-            rows = (await conn.execute(q.select_user_state(app, user))).all()
+
+        async def load(conn: AsyncConnection) -> list:
+            return (await conn.execute(q.select_user_state(app, user))).all()
+
+        rows = await self._read(load)
         return {r.state_key: codec.decode_value(r.value_json) for r in rows}
 
     @traced
@@ -366,21 +400,61 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         marker = session._storage_update_marker
         expected = int(marker[len(_MARKER):]) if marker and marker.startswith(_MARKER) else None
 
-        params = {"app": app, "user": user, "sid": sid, "ts": event.timestamp, "when": when, "tokens": tokens}
+        row = self._event_row(app, user, sid, stored_event, payload, tokens, when)
+        state_rows = self._state_rows(app, user, sid, encoded_state, when) if encoded_state else None
+        try:
+            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=False)
+        except (ConnectionLostError, DeadlockError):
+            # A deadlock victim was rolled back; after a lost connection the
+            # first run may have committed.  One more run is safe either way:
+            # it looks for the event's id first, and the compare-and-set does the rest.
+            logger.info("append_event of %s re-run after a deadlock or a lost connection", event.id)
+            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=True)
+        except PacketTooLargeError as exc:
+            # The event JSON carries the state delta, which goes again as state rows, both escaped.
+            raise EventTooLargeError(f"event {event.id} with its state delta is too large to write: {exc}") from exc
+        if seq is None:
+            return event  # same event delivered twice: the first copy stands
+
+        # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
+        self._apply_temp_state(session, event)
+        event = self._trim_temp_delta_state(event)
+        self._commit_event_to_session(session, event)
+        session.last_update_time = event.timestamp
+        self._mark(session, seq)
+        return event
+
+    async def _store_event(
+        self,
+        session: Session,
+        expected: int | None,
+        row: dict,
+        state_rows: list[dict] | None,
+        event: Event,
+        payload: str,
+        *,
+        rerun: bool,
+    ) -> int | None:
+        """The append transaction; returns the event's new ``seq``, or ``None`` for a redelivered event.
+
+        ``rerun`` after an attempt whose outcome is unknown: an event id
+        already stored where that attempt put it means it committed.
+        """
+        app, user, sid, event_id = row["app"], row["user"], row["sid"], row["event_id"]
         async with self._raw_tx() as tx:
-            if expected is None:
-                seq = await self._check_markerless(tx, app, user, sid, session)
-            else:
-                seq = expected
+            if rerun:
+                found = await self._stored_seq(tx, app, user, sid, event_id)
+                if found is not None:
+                    return found if expected is None or found == expected + 1 else None
+            seq = await self._check_markerless(tx, app, user, sid, session) if expected is None else expected
+            params = {"app": app, "user": user, "sid": sid, "ts": row["ts"], "when": row["event_time"],
+                      "tokens": row["token_count"], "expected_seq": seq}
             # Compare-and-set, event row, state: one round trip, then COMMIT once
             # the CAS is known to have matched (a failed CAS may still have
             # inserted the row if the session is gone: rolled back below).
-            statements = [
-                (q.RAW_BUMP_SESSION_CAS, {**params, "expected_seq": seq}),
-                (q.RAW_INSERT_EVENT, self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when)),
-            ]
-            if encoded_state:
-                statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded_state, when)))
+            statements = [(q.RAW_BUMP_SESSION_CAS, params), (q.RAW_INSERT_EVENT, {**row, "seq": seq + 1})]
+            if state_rows:
+                statements.append((q.RAW_UPSERT_STATE, state_rows))
             try:
                 matched = (await tx.batch(statements))[0][0] == 1
             except pymysql.err.IntegrityError as exc:
@@ -390,18 +464,11 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                 matched = False
             if not matched:
                 await tx.rollback()
-                if await self._already_stored(tx, app, user, sid, event.id):
-                    return event  # same event delivered twice: the first copy stands
+                if await self._stored_seq(tx, app, user, sid, event_id) is not None:
+                    return None
                 raise StaleSessionConflictError(_STALE)
-            await self._archive_for(tx, app, user, sid, seq + 1, stored_event, payload)
-
-        # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
-        self._apply_temp_state(session, event)
-        event = self._trim_temp_delta_state(event)
-        self._commit_event_to_session(session, event)
-        session.last_update_time = event.timestamp
-        self._mark(session, seq + 1)
-        return event
+            await self._archive_for(tx, app, user, sid, seq + 1, event, payload)
+        return seq + 1
 
     async def _archive_for(
         self, tx: RawTransaction, app: str, user: str, sid: str, seq: int, event: Event, payload: str
@@ -448,12 +515,13 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             summarizer=summarizer or self._compaction_summarizer,
         )
 
-    async def _already_stored(self, tx: RawTransaction, app: str, user: str, sid: str, event_id: str) -> bool:
+    async def _stored_seq(self, tx: RawTransaction, app: str, user: str, sid: str, event_id: str) -> int | None:
+        """Where the session holds ``event_id`` (``None``: not stored); raises when the session is gone."""
         _, head = await tx.run(q.select_session(app, user, sid))
         if not head:
             raise SessionMissingError(f"Session {sid} not found.")
         _, found = await tx.run(q.event_exists(app, user, sid, event_id))
-        return bool(found)
+        return found[0][0] if found else None
 
     async def _check_markerless(self, tx: RawTransaction, app: str, user: str, sid: str, session: Session) -> int:
         """Stale check for sessions we did not load (built by hand or by another service)."""
@@ -469,12 +537,12 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return last_seq
 
     @staticmethod
-    def _event_row(app: str, user: str, sid: str, seq: int, event: Event, payload: str, tokens: int, when: Any) -> dict:
+    def _event_row(app: str, user: str, sid: str, event: Event, payload: str, tokens: int, when: Any) -> dict:
+        """The event's row, all but its ``seq`` (known inside the transaction)."""
         return {
             "app": app,
             "user": user,
             "sid": sid,
-            "seq": seq,
             "event_id": event.id,
             "invocation_id": event.invocation_id or None,
             "author": (event.author or "")[:256] or None,
@@ -489,6 +557,11 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
 
 
 _DECODE_INLINE = 64
+
+
+async def _created_at(conn: AsyncConnection, app: str, user: str, sid: str) -> Any:
+    """The session's creation time (``None``: no such session); tells a create whether a row is its own."""
+    return (await conn.execute(q.select_created_at(app, user, sid))).scalar()
 
 
 async def _decode_events(payloads: list[str]) -> list[Event]:
