@@ -188,7 +188,8 @@ async def _insert_events(
         chunk, size = [], 0
 
     for event, payload, tokens in encoded:
-        chunk.append(target._event_row(app, user, sid, seq, event, payload, tokens, codec.to_datetime(event.timestamp)))
+        row = target._event_row(app, user, sid, event, payload, tokens, codec.to_datetime(event.timestamp))
+        chunk.append({**row, "seq": seq})
         size += len(payload)
         actions = event.actions
         if actions is not None and (actions.compaction is not None or actions.rewind_before_invocation_id):
