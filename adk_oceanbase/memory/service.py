@@ -26,6 +26,8 @@ from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
 from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
+from ..governance import queries as gq
+from ..schema import agent_memories
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from . import search_sql as sq
@@ -222,6 +224,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         sid = check_id("session_id", session_id) if session_id else None  # "" means no session, as before
         meta = dict(custom_metadata or {})
         await self._engine()
+        if await self.is_memory_opted_out(app, user):
+            logger.debug("memory opt-out: %d event(s) not remembered", len(events))
+            return
         if self._extractor is None:
             positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
@@ -278,6 +283,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return []
         self._learn_authors(app, user, drafts)
         async with self._tx() as conn:
+            # Checked again here: an opt-out committed while the drafts were made still wins.
+            if (await conn.execute(gq.opt_out_of(app, user))).first() is not None:
+                logger.debug("memory opt-out: %d memory draft(s) not stored", len(drafts))
+                return []
             new_ids = await write_drafts(conn, app, user, drafts, _now())
         self._vectorizer.submit(new_ids)
         return new_ids
@@ -291,7 +300,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         memories: Sequence[MemoryEntry],
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Stores explicit memories. ``custom_metadata`` keys ``topics`` and ``importance`` are honoured."""
+        """Stores explicit memories. ``custom_metadata`` keys ``topics``, ``importance`` and ``confidence`` are honoured.
+
+        ``confidence`` (0..1, default 1) is how sure the source is; below
+        ``MemorySettings.min_confidence`` the memory is stored but never returned.
+        """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         drafts = []
         for entry in memories:
@@ -301,6 +314,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
             topics = [str(t) for t in meta.pop("topics", None) or []]
             importance = float(meta.pop("importance", 0.5))
+            confidence = _confidence(meta.pop("confidence", 1.0))
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
             if len(mid) > 64:
                 raise ValidationError(f"memory id is {len(mid)} characters; the limit is 64")
@@ -309,6 +323,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
                     session_id=meta.pop("session_id", None), event_ids=[], extractor="manual",
                     topics=topics, importance=min(max(importance, 0.0), 1.0), custom_metadata=meta,
+                    confidence=confidence,
                 )
             )
         await self._engine()
@@ -323,6 +338,52 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         stmt, params = q.delete_memory(app, user, memory_id, _now())
         async with self._tx() as conn:
             await conn.execute(stmt, params)
+
+    # ----------------------------------------------------------- governance
+    async def set_memory_opt_out(
+        self, app_name: str, user_id: str, opted_out: bool = True, *, purge: bool = False
+    ) -> int:
+        """Stops (or, with ``opted_out=False``, resumes) remembering this user; returns memories purged.
+
+        While opted out, ``add_session_to_memory``, ``add_events_to_memory``
+        and ``add_memory`` store nothing for the user; sessions are not
+        affected.  ``purge=True`` also deletes every stored memory of the user
+        (tombstones included), in the same transaction as the opt-out.
+        """
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        purged = 0
+        async with self._tx() as conn:
+            if opted_out:
+                await conn.execute(gq.upsert_opt_out(app, user, _now()))
+            else:
+                await conn.execute(gq.delete_opt_out(app, user))
+            if purge:
+                purged = int((await conn.execute(gq.delete_user_rows(agent_memories, app, user))).rowcount or 0)
+        return purged
+
+    async def is_memory_opted_out(self, app_name: str, user_id: str) -> bool:
+        """Whether the user asked not to be remembered (:meth:`set_memory_opt_out`)."""
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        async with (await self._engine()).connect() as conn:
+            return (await conn.execute(gq.opt_out_of(app, user))).first() is not None
+
+    async def mark_tainted(
+        self, app_name: str, user_id: str, memory_ids: Sequence[str], tainted: bool = True
+    ) -> int:
+        """Marks memories as tainted (possibly poisoned): search never returns them, so nothing injects them.
+
+        ``tainted=False`` clears the mark.  Only this user's memories are
+        touched; returns how many ids matched.
+        """
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        if isinstance(memory_ids, str):
+            raise ValidationError("memory_ids must be a list of ids, not one string")
+        ids = [check_id("memory_id", m, max_len=64) for m in memory_ids]
+        if not ids:
+            return 0
+        async with self._tx() as conn:
+            res = await conn.execute(gq.set_tainted(app, user, ids, tainted, _now()))
+        return int(res.rowcount or 0)
 
     # --------------------------------------------------------------- search
     @override
@@ -463,6 +524,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
         )
         return [_hit(r, sig) for r, sig in ranked]
+
+
+def _confidence(value: Any) -> float:
+    """``add_memory``'s confidence: a number in [0, 1], else a ValidationError naming it."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not 0.0 <= x <= 1.0:
+        raise ValidationError(f"custom_metadata['confidence'] must be a number between 0 and 1, got {value!r}")
+    return x
 
 
 def _name_terms(names: Any) -> frozenset[str]:

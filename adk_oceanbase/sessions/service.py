@@ -36,6 +36,9 @@ from ..errors import (
     is_duplicate_key,
 )
 from ..compaction import coverage
+from ..governance import debug_archive as dbg
+from ..governance import erasure
+from ..governance import queries as gq
 from ..tokens import EstimatingTokenCounter, TokenCounter
 from . import codec
 from . import queries as q
@@ -81,6 +84,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_summarizer: default ADK ``BaseEventsSummarizer`` of
             :meth:`compact_session` (offline ``ExtractiveSummarizer`` when unset;
             ``compaction.llm_summarizer(model)`` for model-written summaries).
+        debug_archive: keep the ``temp:`` state and tool scratch values ADK
+            discards, per session in a bounded FIFO (:meth:`debug_entries`,
+            :meth:`export_debug_jsonl`); off when ``None`` (the default).
 
     Example:
         >>> import asyncio
@@ -105,6 +111,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_overlap: int = 1,
         compaction_policy: Any = None,
         compaction_summarizer: Any = None,
+        debug_archive: dbg.DebugArchiveSettings | None = None,
         uri: str | None = None,
         **_: Any,
     ):
@@ -114,6 +121,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
         self._compaction_summarizer = compaction_summarizer
+        self._debug_archive = debug_archive
 
     # ---------------------------------------------------------------- lifecycle
     async def close(self) -> None:
@@ -322,6 +330,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await conn.execute(q.delete_events(app, user, sid))
             await conn.execute(q.delete_session_state(app, user, sid))
             await conn.execute(q.delete_session(app, user, sid))
+            await conn.execute(gq.delete_debug_session(app, user, sid))
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         app, user, _ = self._ids(app_name, user_id)
@@ -386,6 +395,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                     return event  # same event delivered twice: the first copy stands
                 raise StaleSessionConflictError(_STALE)
             await self._archive_for(tx, app, user, sid, seq + 1, stored_event, payload)
+            if self._debug_archive is not None:
+                await dbg.archive_event(tx, self._debug_archive, app, user, sid, seq + 1, event, when)
 
         # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
         self._apply_temp_state(session, event)
@@ -422,6 +433,37 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await tx.run(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
+
+    # ---------------------------------------------------------------- governance
+    async def delete_user_data(self, *, app_name: str, user_id: str) -> dict[str, int]:
+        """Erases the user from every table in one transaction; returns rows deleted per table.
+
+        Sessions, events (archived too), session and user state, memories,
+        memory opt-out, debug archive: see :func:`adk_oceanbase.governance.delete_user_data`.
+        """
+        await self._engine()
+        return await erasure.delete_user_data(self._db, app_name, user_id)
+
+    async def debug_entries(
+        self, *, app_name: str, user_id: str, session_id: str, tool: str | None = None, limit: int | None = None
+    ) -> list[dbg.DebugEntry]:
+        """The session's debug archive, oldest first; ``tool`` keeps what that tool wrote, ``limit`` the newest n."""
+        app, user, sid = self._ids(app_name, user_id, session_id)
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise ValidationError("limit must be a positive integer or None")
+        engine = await self._engine()
+        async with engine.connect() as conn:
+            rows = (await conn.execute(gq.select_debug_entries(app, user, sid, tool=tool, limit=limit))).all()
+        return [dbg.to_entry(r) for r in rows]
+
+    async def export_debug_jsonl(
+        self, *, app_name: str, user_id: str, session_id: str, tool: str | None = None, path: str | None = None
+    ) -> str:
+        """The session's debug archive as JSON lines (one entry per line); also written to ``path`` when given."""
+        text = dbg.to_jsonl(await self.debug_entries(app_name=app_name, user_id=user_id, session_id=session_id, tool=tool))
+        if path is not None:
+            await asyncio.to_thread(_write_text, path, text)
+        return text
 
     async def compact_session(
         self, *, app_name: str, user_id: str, session_id: str, policy: Any = None, summarizer: Any = None
@@ -491,6 +533,11 @@ async def _decode_events(payloads: list[str]) -> list[Event]:
     if len(payloads) <= _DECODE_INLINE:
         return [codec.decode_event(p) for p in payloads]
     return await asyncio.to_thread(lambda: [codec.decode_event(p) for p in payloads])
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _encode_cursor(key: tuple[float, str, str]) -> str:
