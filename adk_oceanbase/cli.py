@@ -3,6 +3,7 @@
     adk-oceanbase demo [--url URL]
     adk-oceanbase db upgrade|current [--url URL]
     adk-oceanbase db downgrade REVISION [--url URL]
+    adk-oceanbase gc [--url URL] [--app APP ...] [--session-ttl 30d] [--memory-ttl 180d] [--dry-run]
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from typing import Sequence
 
 from .config import Config
-from .errors import AdkOceanBaseError
+from .errors import AdkOceanBaseError, ValidationError
 
 __all__ = ["main"]
 
@@ -38,7 +39,34 @@ def _parser() -> argparse.ArgumentParser:
     down = dbsub.add_parser("downgrade", help="revert the schema to REVISION ('base' drops our tables)")
     down.add_argument("revision")
     down.add_argument("--url", help=url_help)
+
+    gc = sub.add_parser("gc", help="delete sessions and memories older than their TTL, in bounded batches")
+    gc.add_argument("--url", help=url_help)
+    gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
+    gc.add_argument("--session-ttl", help="delete sessions not updated for this long, e.g. 30d, 12h")
+    gc.add_argument("--memory-ttl", help="delete memories neither created nor read for this long, e.g. 180d")
+    gc.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
     return p
+
+
+async def _gc(args: argparse.Namespace) -> int:
+    from .engine import Database
+    from .governance import Retention, RetentionPolicy, sweep
+
+    if args.session_ttl is None and args.memory_ttl is None:
+        raise ValidationError("gc needs --session-ttl and/or --memory-ttl")
+    policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl))
+    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
+    try:
+        counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run)
+    finally:
+        await db.close()
+    verb = "would delete" if args.dry_run else "deleted"
+    parts = [f"{counts.sessions} session(s)", f"{counts.events} event(s)"]
+    if not args.dry_run:
+        parts += [f"{counts.state_rows} state row(s)", f"{counts.debug_entries} debug entr(ies)"]
+    print(f"{db.config.redacted_url()}: {verb} " + ", ".join(parts + [f"{counts.memories} memory(ies)"]))
+    return 0
 
 
 async def _db(args: argparse.Namespace) -> int:
@@ -71,6 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             asyncio.run(run_demo(args.url))
             return 0
+        if args.command == "gc":
+            return asyncio.run(_gc(args))
         return asyncio.run(_db(args))
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)

@@ -121,9 +121,10 @@ def count_expired_memories(app: str, cutoff: datetime) -> Select:
     return select(func.count()).where(M.c.app_name == app, _memory_expired(cutoff)).select_from(M)
 
 
-def delete_expired_memories(app: str, memory_ids: Sequence[str], cutoff: datetime) -> Delete:
-    """Deletes the batch, re-checking expiry: a memory a search just returned stays."""
-    return delete(M).where(M.c.app_name == app, M.c.memory_id.in_(list(memory_ids)), _memory_expired(cutoff))
+def delete_expired_memories(app: str, keys: Sequence[tuple[str, str]], cutoff: datetime) -> Delete:
+    """Deletes the batch of ``(user_id, memory_id)``, re-checking expiry: a memory a search just returned stays."""
+    pairs = tuple_(M.c.user_id, M.c.memory_id).in_([tuple(k) for k in keys])
+    return delete(M).where(M.c.app_name == app, pairs, _memory_expired(cutoff))
 
 
 # --------------------------------------------------------------------------- erasure of one user
