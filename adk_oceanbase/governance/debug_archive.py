@@ -153,18 +153,16 @@ async def archive_event(
 
     Runs inside the append transaction after its compare-and-set, which holds
     the session row's lock: two appends to one session cannot number alike.
-    An event without ``temp:`` keys costs no statement.
+    One round trip; an event without ``temp:`` keys costs none.
     """
     rows = archive_rows(settings, app, user, sid, event_seq, event, when)
     if not rows:
         return
-    _, found = await tx.run(q.debug_last_entry_seq(app, user, sid))
-    last = int(found[0][0]) if found else 0
-    numbered = [{**row, "entry_seq": last + i} for i, row in enumerate(rows, start=1)]
-    await tx.run(q.insert_debug_entries(numbered))
-    newest = last + len(numbered)
-    if newest > settings.max_entries_per_session:
-        await tx.run(q.trim_debug_session(app, user, sid, through=newest - settings.max_entries_per_session))
+    key = {"app": app, "user": user, "sid": sid}
+    statements: list[tuple[str, Any]] = [(q.RAW_DEBUG_BASE, key)]
+    statements += [(q.RAW_INSERT_DEBUG, {**row, "n": n}) for n, row in enumerate(rows, start=1)]
+    statements.append((q.RAW_TRIM_DEBUG, {**key, "added": len(rows), "keep": settings.max_entries_per_session}))
+    await tx.batch(statements)
 
 
 def to_entry(row: Any) -> DebugEntry:

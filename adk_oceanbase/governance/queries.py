@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import Delete, Insert, Select, Table, Update, and_, delete, func, insert, literal, select, tuple_, update
+from sqlalchemy import Delete, Insert, Select, Table, Update, and_, delete, func, literal, select, tuple_, update
 
 from ..schema import agent_memories as M
 from ..schema import agent_sessions as S
@@ -22,8 +22,10 @@ from ..schema import session_state as ST
 from ..sessions.codec import SESSION
 
 __all__ = [
+    "RAW_DEBUG_BASE",
+    "RAW_INSERT_DEBUG",
+    "RAW_TRIM_DEBUG",
     "count_expired_memories",
-    "debug_last_entry_seq",
     "delete_debug_session",
     "delete_expired_memories",
     "delete_opt_out",
@@ -35,14 +37,12 @@ __all__ = [
     "expired_memory_ids",
     "expired_sessions",
     "expired_sessions_totals",
-    "insert_debug_entries",
     "lock_expired_sessions",
     "lock_user_sessions",
     "opt_out_of",
     "select_apps",
     "select_debug_entries",
     "set_tainted",
-    "trim_debug_session",
     "upsert_opt_out",
 ]
 
@@ -169,19 +169,32 @@ def _debug_session(app: str, user: str, sid: str):
     return and_(D.c.app_name == app, D.c.user_id == user, D.c.session_id == sid)
 
 
-def debug_last_entry_seq(app: str, user: str, sid: str) -> Select:
-    """The session's newest ``entry_seq`` (0 when none); read after the append's compare-and-set."""
-    return select(func.coalesce(func.max(D.c.entry_seq), 0)).where(_debug_session(app, user, sid))
+# The archive's writes run inside append_event's driver-level transaction (adk_oceanbase.rawtx),
+# as plain text sent in one round trip: the session's newest entry number goes into a session
+# variable, each entry is numbered after it, and the FIFO bound is a primary-key range delete.
+# The append's compare-and-set holds the session row's lock, so two appends cannot number alike.
 
+RAW_DEBUG_BASE = """
+SET @adk_debug_base = (SELECT COALESCE(MAX(entry_seq), 0) FROM debug_archive
+                        WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s)
+"""
 
-def insert_debug_entries(rows: Sequence[dict]) -> Insert:
-    """One multi-row INSERT of archive entries (each row names every column)."""
-    return insert(D).values(list(rows))
+RAW_INSERT_DEBUG = """
+INSERT INTO debug_archive
+    (app_name, user_id, session_id, entry_seq, event_seq, event_id, invocation_id, kind, tool_name,
+     state_key, value_json, created_at)
+VALUES
+    (%(app_name)s, %(user_id)s, %(session_id)s, @adk_debug_base + %(n)s, %(event_seq)s, %(event_id)s,
+     %(invocation_id)s, %(kind)s, %(tool_name)s, %(state_key)s, %(value_json)s, %(created_at)s)
+"""
+"""One entry; ``n`` is its 1-based place among the entries this append adds."""
 
-
-def trim_debug_session(app: str, user: str, sid: str, *, through: int) -> Delete:
-    """FIFO bound: drops the session's entries numbered ``through`` or lower (a primary-key range)."""
-    return delete(D).where(_debug_session(app, user, sid), D.c.entry_seq <= through)
+RAW_TRIM_DEBUG = """
+DELETE FROM debug_archive
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+   AND entry_seq <= @adk_debug_base + %(added)s - %(keep)s
+"""
+"""FIFO bound: keeps the session's newest ``keep`` entries."""
 
 
 def delete_debug_session(app: str, user: str, sid: str) -> Delete:
