@@ -148,6 +148,10 @@ def main() -> None:
         src = {"baseline": Path(tmp) / "src", "off": REPO_ROOT, "on": REPO_ROOT}
         samples: dict[str, list[float]] = {m: [] for m in MODES}
         round_p50: dict[str, list[float]] = {m: [] for m in MODES}
+        # Schema setup first, for every mode, outside the rounds: seekdb works in the background
+        # after DDL, and the first timed round measured that (an "off" round at 3.3 ms vs 1.0 ms).
+        for mode in MODES:
+            _run_worker(src[mode], urls[mode], mode, argparse.Namespace(appends=1, warmup=1), 0)
         for r in range(args.rounds):
             order = MODES if r % 2 == 0 else tuple(reversed(MODES))
             for mode in order:
@@ -155,11 +159,13 @@ def main() -> None:
                 samples[mode].extend(lat)
                 round_p50[mode].append(statistics.median(lat) * 1000)
             print(f"round {r + 1}/{args.rounds}: " + ", ".join(f"{m} p50 {round_p50[m][-1]:.3f} ms" for m in MODES))
-        append = {m: {**summarize(samples[m]), "round_p50_ms": round_p50[m]} for m in MODES}
+        append = {m: {**summarize(samples[m]), "round_p50_ms": round_p50[m],
+                      "median_round_p50_ms": statistics.median(round_p50[m])} for m in MODES}
         print("== append_event (every event carries one temp: key)")
         for m in MODES:
             a = append[m]
-            print(f"  {m:8s} p50 {a['p50_ms']:.3f} ms  p95 {a['p95_ms']:.3f} ms  (n={a['n']})")
+            print(f"  {m:8s} p50 {a['p50_ms']:.3f} ms  p95 {a['p95_ms']:.3f} ms  median of round p50s "
+                  f"{a['median_round_p50_ms']:.3f} ms  (n={a['n']})")
         ratio_off = append["off"]["p50_ms"] / append["baseline"]["p50_ms"]
         ratio_on = append["on"]["p50_ms"] / append["baseline"]["p50_ms"]
         print(f"  off / baseline p50: {ratio_off:.3f}   on / baseline p50: {ratio_on:.3f}")
