@@ -4,6 +4,7 @@
     adk-oceanbase db upgrade|current [--url URL]
     adk-oceanbase db downgrade REVISION [--url URL]
     adk-oceanbase import-adk --from ADK_URL [--url URL] [--app APP]
+    adk-oceanbase gc [--url URL] [--app APP ...] [--session-ttl 30d] [--memory-ttl 180d] [--dry-run]
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 from typing import Sequence
 
 from .config import Config
-from .errors import AdkOceanBaseError
+from .errors import AdkOceanBaseError, ValidationError
 
 __all__ = ["main"]
 
@@ -44,6 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL", help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--url", help=url_help)
     imp.add_argument("--app", help="import only this app")
+    gc = sub.add_parser("gc", help="delete sessions and memories older than their TTL, in bounded batches")
+    gc.add_argument("--url", help=url_help)
+    gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
+    gc.add_argument("--session-ttl", help="delete sessions not updated for this long, e.g. 30d, 12h")
+    gc.add_argument("--memory-ttl", help="delete memories neither created nor read for this long, e.g. 180d")
+    gc.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
     return p
 
 
@@ -63,6 +70,26 @@ async def _import_adk(args: argparse.Namespace) -> int:
         f"{r.sessions_skipped} already imported; {r.events} events; state keys {r.app_state_keys} app, "
         f"{r.user_state_keys} user, {r.session_state_keys} session"
     )
+    return 0
+
+
+async def _gc(args: argparse.Namespace) -> int:
+    from .engine import Database
+    from .governance import Retention, RetentionPolicy, sweep
+
+    if args.session_ttl is None and args.memory_ttl is None:
+        raise ValidationError("gc needs --session-ttl and/or --memory-ttl")
+    policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl))
+    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
+    try:
+        counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run)
+    finally:
+        await db.close()
+    verb = "would delete" if args.dry_run else "deleted"
+    parts = [f"{counts.sessions} session(s)", f"{counts.events} event(s)"]
+    if not args.dry_run:
+        parts += [f"{counts.state_rows} state row(s)", f"{counts.debug_entries} debug entr(ies)"]
+    print(f"{db.config.redacted_url()}: {verb} " + ", ".join(parts + [f"{counts.memories} memory(ies)"]))
     return 0
 
 
@@ -98,6 +125,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return 0
         if args.command == "import-adk":
             return asyncio.run(_import_adk(args))
+        if args.command == "gc":
+            return asyncio.run(_gc(args))
         return asyncio.run(_db(args))
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)

@@ -46,6 +46,8 @@ __all__ = [
     "Vector",
     "agent_memories",
     "agent_sessions",
+    "debug_archive",
+    "memory_opt_out",
     "metadata",
     "session_events",
     "session_state",
@@ -184,11 +186,51 @@ agent_memories = Table(
     Column("search_text", LONGTEXT, nullable=True),
     # A turn's position in its session (the event's seq): neighbours for the context signal (0006).
     Column("turn_pos", BigInteger, nullable=True),
+    # Poisoning guards (migration 0011): a tainted memory, or one below
+    # MemorySettings.min_confidence, is never returned by search nor injected.
+    Column("tainted", SmallInteger, nullable=False, server_default="0"),
+    Column("confidence", Float, nullable=False, server_default="1"),
     PrimaryKeyConstraint("memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
     Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),
     Index("ix_memories_embed_status", "embed_status", "updated_at"),
     Index("ix_memories_session_pos", "app_name", "user_id", "session_id", "turn_pos"),
+    **_TABLE_OPTS,
+)
+
+memory_opt_out = Table(
+    "memory_opt_out",
+    metadata,
+    # One row per user who asked that nothing be remembered (migration 0011);
+    # sessions keep working, ingest stores nothing while the row exists.
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("opted_out_at", _ts(), nullable=False),
+    PrimaryKeyConstraint("app_name", "user_id", name="pk_memory_opt_out"),
+    **_TABLE_OPTS,
+)
+
+debug_archive = Table(
+    "debug_archive",
+    metadata,
+    # What ADK discards, kept when the session service's debug archive is on
+    # (migration 0011): ``temp:`` state deltas, and those written by tools.
+    # A bounded FIFO per session: ``entry_seq`` counts 1, 2, 3, ... per session
+    # and the oldest rows beyond the bound are deleted by the append that adds new ones.
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("entry_seq", BigInteger, nullable=False),
+    Column("event_seq", BigInteger, nullable=False),  # the event's seq in session_events
+    Column("event_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("invocation_id", String(256, **_KEY), nullable=True),
+    # temp_state (any author) | tool_scratch (written by a tool: the event carries its response)
+    Column("kind", String(16), nullable=False),
+    Column("tool_name", String(256), nullable=True),  # comma-separated when parallel calls share one event
+    Column("state_key", String(STATE_KEY_LEN, **_KEY), nullable=False),  # with its temp: prefix
+    Column("value_json", LONGTEXT, nullable=False),
+    Column("created_at", _ts(), nullable=False),
+    PrimaryKeyConstraint("app_name", "user_id", "session_id", "entry_seq", name="pk_debug_archive"),
     **_TABLE_OPTS,
 )
 

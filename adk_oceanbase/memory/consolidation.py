@@ -160,6 +160,7 @@ async def write_drafts(
                     "updated_at": now,
                     "extractor": d.extractor,
                     "turn_pos": d.turn_pos,
+                    "confidence": float(d.confidence),
                 }
                 for d in inserts
             ],

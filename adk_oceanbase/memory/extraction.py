@@ -140,6 +140,8 @@ class MemoryDraft:
     supersedes: list[str] = field(default_factory=list)
     turn_pos: int | None = None
     """Position of the source turn in its session (turn memories only): the context signal's neighbours."""
+    confidence: float = 1.0
+    """How sure the source is that the memory is true, 0..1 (a turn is a record of what was said: 1)."""
 
 
 def turn_drafts(
@@ -197,13 +199,17 @@ class ExtractedFact:
     importance: float = 0.5
     topics: tuple[str, ...] = ()
     supersedes: tuple[str, ...] = ()
+    confidence: float = 1.0
+    """The model's confidence that the fact is true as stated (1.0 when it gave none)."""
 
 
 _PROMPT = """You maintain long-term memory about a user. From the conversation excerpt below, extract at most {n} \
 self-contained facts worth remembering (preferences, biography, plans, decisions). Write each fact as a full \
 sentence naming who it is about. Skip small talk. Rate importance 0..1. Give 1-3 short lowercase topics.
+Rate confidence 0..1: how sure you are that the fact is true as stated (low for guesses and hearsay).
 If a fact updates or contradicts one of the EXISTING memories, list that memory's id in "supersedes".
-Answer with JSON only: {{"facts": [{{"text": "...", "importance": 0.7, "topics": ["..."], "supersedes": []}}]}}
+Answer with JSON only: {{"facts": [{{"text": "...", "importance": 0.7, "confidence": 0.9, "topics": ["..."], \
+"supersedes": []}}]}}
 
 EXISTING memories (id: text):
 {existing}
@@ -211,6 +217,15 @@ EXISTING memories (id: text):
 CONVERSATION ({date}):
 {conversation}
 """
+
+
+def _unit(value: Any, default: float) -> float:
+    """A model-given score clamped to 0..1; ``default`` when missing or not a number."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        return default
+    return default if x != x else min(max(x, 0.0), 1.0)  # x != x: NaN
 
 
 class LlmExtractor:
@@ -273,15 +288,13 @@ class LlmExtractor:
         for item in items[: self.max_facts]:
             if not isinstance(item, dict) or not str(item.get("text", "")).strip():
                 continue
-            try:
-                importance = min(max(float(item.get("importance", 0.5)), 0.0), 1.0)
-            except (TypeError, ValueError):
-                importance = 0.5
+            importance = _unit(item.get("importance"), 0.5)
+            confidence = _unit(item.get("confidence"), 1.0)
             topics = tuple(str(t).strip().lower() for t in item.get("topics") or () if str(t).strip())[:3]
             sup = tuple(str(s) for s in item.get("supersedes") or ())
             if known_ids is not None:
                 sup = tuple(s for s in sup if s in known_ids)
-            facts.append(ExtractedFact(str(item["text"]).strip(), importance, topics, sup))
+            facts.append(ExtractedFact(str(item["text"]).strip(), importance, topics, sup, confidence))
         return facts
 
     def drafts(
@@ -309,6 +322,7 @@ class LlmExtractor:
                 importance=f.importance,
                 custom_metadata=dict(custom_metadata or {}),
                 supersedes=list(f.supersedes),
+                confidence=f.confidence,
             )
             for i, f in enumerate(facts)
         ]

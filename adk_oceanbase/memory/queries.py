@@ -63,6 +63,7 @@ ROW_COLUMNS = (
     "extractor",
     "superseded_by",
     "turn_pos",
+    "confidence",
 )
 
 
@@ -91,9 +92,9 @@ def insert_memory() -> TextClause:
     return text(
         f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor, turn_pos) VALUES (:memory_id, :app_name, :user_id, :content, "
+        "embed_status, embed_attempts, extractor, turn_pos, confidence) VALUES (:memory_id, :app_name, :user_id, :content, "
         ":search_text, :content_hash, :author, :session_id, :event_ids, :topics, :custom_metadata, :importance_score, 0, "
-        ":created_at, :updated_at, 'pending', 0, :extractor, :turn_pos)"
+        ":created_at, :updated_at, 'pending', 0, :extractor, :turn_pos, :confidence)"
     )
 
 

@@ -63,6 +63,7 @@ def to_hit(row: Any, sig: Signals) -> MemoryHit:
             "importance": float(row.importance_score),
             "access_count": int(row.access_count),
             "superseded_by": row.superseded_by,
+            "confidence": float(row.confidence),
             "score": sig.score,
             "scores": dataclasses.asdict(sig),
         }

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Sequence
@@ -77,10 +78,15 @@ class SearchFilters:
     until: datetime | None = None
 
 
-def _scope_where(alias: str, filters: SearchFilters | None, include_superseded: bool, params: dict[str, Any]) -> str:
-    """The WHERE body shared by every candidate list: tenant, liveness, filters."""
+def _scope_where(
+    alias: str, filters: SearchFilters | None, include_superseded: bool, params: dict[str, Any], min_confidence: float
+) -> str:
+    """The WHERE body shared by every candidate list: tenant, liveness, poisoning guards, filters."""
     a = alias
     parts = [f"{a}.app_name = :app", f"{a}.user_id = :user", f"{a}.embed_status <> 'deleted'"]
+    # Poisoning guards (migration 0011): never a tainted or doubtful memory.
+    parts.append(f"{a}.tainted = 0 AND {a}.confidence >= :min_conf")
+    params["min_conf"] = _as_float32(min_confidence)
     if not include_superseded:
         parts.append(f"{a}.superseded_by IS NULL")
     if filters is not None:
@@ -155,7 +161,7 @@ def hybrid_search(
     branches = []
     if query_vector is not None:
         params["qv"] = query_vector
-        where = _scope_where("a", filters, settings.include_superseded, params)
+        where = _scope_where("a", filters, settings.include_superseded, params, settings.min_confidence)
         # APPROXIMATE takes nothing but the distance; the exact scan breaks ties by id
         # (identical texts have identical vectors) like the numpy path does.
         order = " APPROXIMATE" if settings.vector_search == "ann" else ", a.memory_id"
@@ -170,7 +176,7 @@ def hybrid_search(
         has_vec, sem_raw = "0", "0"
     has_text = bool(query_text.strip())
     if has_text:
-        where = _scope_where("f", filters, settings.include_superseded, params)
+        where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
         if fulltext_overfetch:
             params["over"] = int(fulltext_overfetch)
             ctes.append(
@@ -232,6 +238,11 @@ WHERE {base} >= :min_score
 ORDER BY score DESC, s.created_at DESC, s.memory_id
 LIMIT :k"""
     return text(sql), params
+
+
+def _as_float32(value: float) -> float:
+    """``value`` rounded to single precision like the FLOAT ``confidence`` column (0.7 is stored as 0.69999999)."""
+    return struct.unpack("<f", struct.pack("<f", float(value)))[0]
 
 
 def _is_fact(alias: str) -> str:
@@ -369,7 +380,7 @@ def numpy_prefilter(
     Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``, ``fts``.
     """
     params: dict[str, Any] = {"app": app_name, "user": user_id, "qtext": query_text, "lim": settings.numpy_scan_limit}
-    where = _scope_where("m", filters, settings.include_superseded, params)
+    where = _scope_where("m", filters, settings.include_superseded, params, settings.min_confidence)
     fts = "MATCH(m.search_text) AGAINST(:qtext)" if query_text.strip() else "0"
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     sql = (

@@ -31,6 +31,8 @@ from ..errors import (
     ValidationError,
     driver_error_code,
 )
+from ..governance import queries as gq
+from ..schema import agent_memories
 from ..sessions.codec import check_id, check_text, check_timestamp, decode_event
 from ..telemetry import traced
 from . import arguments as args
@@ -239,6 +241,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             check_id("event id", e.id)
             check_timestamp(f"timestamp of event {e.id}", e.timestamp)
         await self._engine()
+        if await self.is_memory_opted_out(app, user):
+            logger.debug("memory opt-out: %d event(s) not remembered", len(events))
+            return
         if self._extractor is None:
             positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
@@ -306,8 +311,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return []
         self._learn_authors(app, user, drafts)
         now = _now()
+
+        async def write(conn: Any) -> list[str] | None:
+            # Checked again here: an opt-out committed while the drafts were made still wins.
+            if (await conn.execute(gq.opt_out_of(app, user))).first() is not None:
+                return None
+            return await write_drafts(conn, app, user, drafts, now)
+
         # Idempotent (known ids are skipped), so a deadlock victim or a lost connection re-runs it.
-        new_ids = await self._rerunnable_tx(lambda conn: write_drafts(conn, app, user, drafts, now))
+        new_ids = await self._rerunnable_tx(write)
+        if new_ids is None:
+            logger.debug("memory opt-out: %d memory draft(s) not stored", len(drafts))
+            return []
         self._vectorizer.submit(new_ids)
         return new_ids
 
@@ -321,7 +336,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         memories: Sequence[MemoryEntry],
         custom_metadata: Mapping[str, object] | None = None,
     ) -> None:
-        """Stores explicit memories. ``custom_metadata`` keys ``topics`` and ``importance`` are honoured."""
+        """Stores explicit memories. ``custom_metadata`` keys ``topics``, ``importance`` and ``confidence`` are honoured.
+
+        ``confidence`` (0..1, default 1) is how sure the source is; below
+        ``MemorySettings.min_confidence`` the memory is stored but never returned.
+        """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         drafts = []
         for entry in memories:
@@ -337,6 +356,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
             topics = args.check_topics(meta.pop("topics", None) or [])
             importance = args.check_importance(meta.pop("importance", 0.5))
+            confidence = _confidence(meta.pop("confidence", 1.0))
             meta = args.check_metadata(meta)
             sid = meta.pop("session_id", None)
             if sid is not None:
@@ -350,6 +370,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
                     session_id=sid, event_ids=[], extractor="manual",
                     topics=topics, importance=importance, custom_metadata=meta,
+                    confidence=confidence,
                 )
             )
         await self._engine()
@@ -365,6 +386,55 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         memory_id = check_id("memory_id", memory_id, max_len=64)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
         await self._rerunnable_tx(lambda conn: conn.execute(stmt, params))
+
+    # ----------------------------------------------------------- governance
+    async def set_memory_opt_out(
+        self, app_name: str, user_id: str, opted_out: bool = True, *, purge: bool = False
+    ) -> int:
+        """Stops (or, with ``opted_out=False``, resumes) remembering this user; returns memories purged.
+
+        While opted out, ``add_session_to_memory``, ``add_events_to_memory``
+        and ``add_memory`` store nothing for the user; sessions are not
+        affected.  ``purge=True`` also deletes every stored memory of the user
+        (tombstones included), in the same transaction as the opt-out.
+        """
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        purged = 0
+        async with self._tx() as conn:
+            if opted_out:
+                await conn.execute(gq.upsert_opt_out(app, user, _now()))
+            else:
+                await conn.execute(gq.delete_opt_out(app, user))
+            if purge:
+                purged = int((await conn.execute(gq.delete_user_rows(agent_memories, app, user))).rowcount or 0)
+        return purged
+
+    async def is_memory_opted_out(self, app_name: str, user_id: str) -> bool:
+        """Whether the user asked not to be remembered (:meth:`set_memory_opt_out`)."""
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+
+        async def read(conn: Any) -> bool:
+            return (await conn.execute(gq.opt_out_of(app, user))).first() is not None
+
+        return await self._read(read)
+
+    async def mark_tainted(
+        self, app_name: str, user_id: str, memory_ids: Sequence[str], tainted: bool = True
+    ) -> int:
+        """Marks memories as tainted (possibly poisoned): search never returns them, so nothing injects them.
+
+        ``tainted=False`` clears the mark.  Only this user's memories are
+        touched; returns how many ids matched.
+        """
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        if isinstance(memory_ids, str):
+            raise ValidationError("memory_ids must be a list of ids, not one string")
+        ids = [check_id("memory_id", m, max_len=64) for m in memory_ids]
+        if not ids:
+            return 0
+        async with self._tx() as conn:
+            res = await conn.execute(gq.set_tainted(app, user, ids, tainted, _now()))
+        return int(res.rowcount or 0)
 
     # --------------------------------------------------------------- search
     @override
@@ -514,6 +584,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
         )
         return [_hit(r, sig) for r, sig in ranked]
+
+
+def _confidence(value: Any) -> float:
+    """``add_memory``'s confidence: a number in [0, 1], else a ValidationError naming it."""
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        x = float("nan")
+    if not 0.0 <= x <= 1.0:
+        raise ValidationError(f"custom_metadata['confidence'] must be a number between 0 and 1, got {value!r}")
+    return x
 
 
 def _name_terms(names: Any) -> frozenset[str]:

@@ -215,6 +215,11 @@ class MemorySettings:
     include_superseded: bool = False
     """Return memories an LLM extractor marked as superseded by a newer fact."""
 
+    min_confidence: float = 0.5
+    """Memories whose ``confidence`` is below this are never returned by search, so never injected (seed 000
+    A.1.7); neither are memories marked tainted (``mark_tainted``).  Turns and memories added without a
+    confidence have 1.0, so the default hides only what an extractor or caller rated as doubtful."""
+
     # --------------------------------------------------------------- ingest
     memory_authors: tuple[str, ...] | None = None
     """Authors whose turns become memories; ``None`` means everyone (user and agents)."""

@@ -42,6 +42,9 @@ from ..errors import (
     is_duplicate_key,
 )
 from ..compaction import coverage
+from ..governance import debug_archive as dbg
+from ..governance import erasure
+from ..governance import queries as gq
 from ..tokens import EstimatingTokenCounter, TokenCounter
 from ..telemetry import traced
 from . import codec
@@ -88,6 +91,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_summarizer: default ADK ``BaseEventsSummarizer`` of
             :meth:`compact_session` (offline ``ExtractiveSummarizer`` when unset;
             ``compaction.llm_summarizer(model)`` for model-written summaries).
+        debug_archive: keep the ``temp:`` state and tool scratch values ADK
+            discards, per session in a bounded FIFO (:meth:`debug_entries`,
+            :meth:`export_debug_jsonl`); off when ``None`` (the default).
 
     Example:
         >>> import asyncio
@@ -112,6 +118,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_overlap: int = 1,
         compaction_policy: Any = None,
         compaction_summarizer: Any = None,
+        debug_archive: dbg.DebugArchiveSettings | None = None,
         uri: str | None = None,
         **_: Any,
     ):
@@ -121,6 +128,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
         self._compaction_summarizer = compaction_summarizer
+        self._debug_archive = debug_archive
 
     # ---------------------------------------------------------------- lifecycle
     async def close(self) -> None:
@@ -358,6 +366,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             if (await conn.execute(q.delete_session(app, user, sid))).rowcount:
                 await conn.execute(q.delete_events(app, user, sid))
                 await conn.execute(q.delete_session_state(app, user, sid))
+                await conn.execute(gq.delete_debug_session(app, user, sid))
 
         await self._rerunnable_tx(delete)  # deleting twice is deleting once
 
@@ -403,13 +412,13 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         row = self._event_row(app, user, sid, stored_event, payload, tokens, when)
         state_rows = self._state_rows(app, user, sid, encoded_state, when) if encoded_state else None
         try:
-            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=False)
+            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=False, debug_source=event)
         except (ConnectionLostError, DeadlockError):
             # A deadlock victim was rolled back; after a lost connection the
             # first run may have committed.  One more run is safe either way:
             # it looks for the event's id first, and the compare-and-set does the rest.
             logger.info("append_event of %s re-run after a deadlock or a lost connection", event.id)
-            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=True)
+            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=True, debug_source=event)
         except PacketTooLargeError as exc:
             # The event JSON carries the state delta, which goes again as state rows, both escaped.
             raise EventTooLargeError(f"event {event.id} with its state delta is too large to write: {exc}") from exc
@@ -434,11 +443,13 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         payload: str,
         *,
         rerun: bool,
+        debug_source: Event | None = None,
     ) -> int | None:
         """The append transaction; returns the event's new ``seq``, or ``None`` for a redelivered event.
 
         ``rerun`` after an attempt whose outcome is unknown: an event id
         already stored where that attempt put it means it committed.
+        ``debug_source`` is the event as given (``temp:`` keys included) for the debug archive.
         """
         app, user, sid, event_id = row["app"], row["user"], row["sid"], row["event_id"]
         async with self._raw_tx() as tx:
@@ -468,6 +479,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                     return None
                 raise StaleSessionConflictError(_STALE)
             await self._archive_for(tx, app, user, sid, seq + 1, event, payload)
+            if self._debug_archive is not None and debug_source is not None:
+                await dbg.archive_event(tx, self._debug_archive, app, user, sid, seq + 1, debug_source, row["event_time"])
         return seq + 1
 
     async def _archive_for(
@@ -497,6 +510,38 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await tx.run(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
+
+    # ---------------------------------------------------------------- governance
+    async def delete_user_data(self, *, app_name: str, user_id: str) -> dict[str, int]:
+        """Erases the user from every table in one transaction; returns rows deleted per table.
+
+        Sessions, events (archived too), session and user state, memories,
+        memory opt-out, debug archive: see :func:`adk_oceanbase.governance.delete_user_data`.
+        """
+        await self._engine()
+        return await erasure.delete_user_data(self._db, app_name, user_id)
+
+    async def debug_entries(
+        self, *, app_name: str, user_id: str, session_id: str, tool: str | None = None, limit: int | None = None
+    ) -> list[dbg.DebugEntry]:
+        """The session's debug archive, oldest first; ``tool`` keeps what that tool wrote, ``limit`` the newest n."""
+        app, user, sid = self._ids(app_name, user_id, session_id)
+        if limit is not None and (not isinstance(limit, int) or limit < 1):
+            raise ValidationError("limit must be a positive integer or None")
+
+        async def read(conn: AsyncConnection) -> list:
+            return (await conn.execute(gq.select_debug_entries(app, user, sid, tool=tool, limit=limit))).all()
+
+        return [dbg.to_entry(r) for r in await self._read(read)]
+
+    async def export_debug_jsonl(
+        self, *, app_name: str, user_id: str, session_id: str, tool: str | None = None, path: str | None = None
+    ) -> str:
+        """The session's debug archive as JSON lines (one entry per line); also written to ``path`` when given."""
+        text = dbg.to_jsonl(await self.debug_entries(app_name=app_name, user_id=user_id, session_id=session_id, tool=tool))
+        if path is not None:
+            await asyncio.to_thread(_write_text, path, text)
+        return text
 
     @traced
     async def compact_session(
@@ -573,6 +618,11 @@ async def _decode_events(payloads: list[str]) -> list[Event]:
     if len(payloads) <= _DECODE_INLINE:
         return [codec.decode_event(p) for p in payloads]
     return await asyncio.to_thread(lambda: [codec.decode_event(p) for p in payloads])
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
 
 
 def _encode_cursor(key: tuple[float, str, str]) -> str:

@@ -76,6 +76,8 @@ CREATE TABLE agent_memories (
   superseded_by VARCHAR(64) COLLATE utf8mb4_bin,
   search_text LONGTEXT,                                   -- full-text source: lexical.stem_text("<date>, <author>: <content>") (what is embedded, stemmed)
   turn_pos BIGINT,                                        -- a turn's position in its session (event seq): the context signal's neighbours
+  tainted SMALLINT NOT NULL DEFAULT 0,                    -- 1: never returned by search nor injected (mark_tainted)
+  confidence FLOAT NOT NULL DEFAULT 1,                    -- 0..1; below MemorySettings.min_confidence: never returned
   CONSTRAINT pk_agent_memories PRIMARY KEY (memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
@@ -85,3 +87,26 @@ CREATE TABLE agent_memories (
 
 CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text);
 -- MySQL/MariaDB have no vector index: vectors are little-endian float32 bytes scored in numpy after an SQL prefilter.
+
+CREATE TABLE memory_opt_out (                             -- users who asked not to be remembered (set_memory_opt_out)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  opted_out_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_memory_opt_out PRIMARY KEY (app_name, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE debug_archive (                              -- temp: state and tool scratch values ADK discards (debug mode only)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  entry_seq BIGINT NOT NULL,                              -- 1, 2, 3, ... per session: a bounded FIFO
+  event_seq BIGINT NOT NULL,                              -- the event's seq in session_events
+  event_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  invocation_id VARCHAR(256) COLLATE utf8mb4_bin,
+  kind VARCHAR(16) NOT NULL,                              -- temp_state | tool_scratch
+  tool_name VARCHAR(256),                                 -- tool_scratch: the tool(s) whose response carried the value
+  state_key VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,    -- with its temp: prefix
+  value_json LONGTEXT NOT NULL,
+  created_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_debug_archive PRIMARY KEY (app_name, user_id, session_id, entry_seq)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

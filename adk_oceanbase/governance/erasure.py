@@ -1,0 +1,54 @@
+"""``delete_user_data``: erases one user of one app from every table, in one transaction.
+
+Sessions, their events (archived ones too), session- and user-scoped state,
+memories (live, superseded, pending and tombstones), the memory opt-out row,
+debug archive entries, and any other table of :mod:`adk_oceanbase.schema`
+keyed by ``(app_name, user_id)`` (an audit log, for instance): it either all
+goes or nothing does.  App-scoped state belongs to no user and stays.
+
+The user's session rows are locked first, the order ``append_event`` and
+``delete_session`` take locks in, so an append racing the erasure either
+commits before it (and its event is erased) or fails with
+``SessionMissingError`` after it; it never deadlocks against it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sqlalchemy import Table
+
+from ..engine import Database
+from ..schema import agent_sessions, metadata, session_events, session_state
+from ..sessions.codec import check_id
+from . import queries as q
+from ._tx import transaction
+
+__all__ = ["delete_user_data", "user_tables"]
+
+logger = logging.getLogger(__name__)
+
+# Taken first and in this order (the session row, then what hangs off it); the rest follow by name.
+_FIRST = (session_events, session_state, agent_sessions)
+
+
+def user_tables() -> list[Table]:
+    """Every table of the schema with ``app_name`` and ``user_id`` columns, in the order erasure deletes them."""
+    keyed = [t for t in metadata.sorted_tables if {"app_name", "user_id"} <= set(t.c.keys())]
+    rest = sorted((t for t in keyed if t not in _FIRST), key=lambda t: t.name)
+    return [*_FIRST, *rest]
+
+
+async def delete_user_data(db: Database, app_name: str, user_id: str) -> dict[str, int]:
+    """Deletes every row of ``user_id`` in ``app_name``; returns rows deleted per table (zeros included).
+
+    ``user_id`` matches exactly (the key columns are ``utf8mb4_bin``).
+    """
+    app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+    counts: dict[str, int] = {}
+    async with transaction(db) as conn:
+        locked = (await conn.execute(q.lock_user_sessions(app, user))).all()
+        for table in user_tables():
+            counts[table.name] = int((await conn.execute(q.delete_user_rows(table, app, user))).rowcount or 0)
+    logger.info("deleted user data (%d session(s), %d row(s) in all)", len(locked), sum(counts.values()))
+    return counts

@@ -1,0 +1,100 @@
+"""Governance: memory poisoning guards, per-user memory opt-out, the debug archive.
+
+Revision ID: 0011
+Revises: 0009
+Create Date: 2026-11-24
+
+* ``agent_memories.tainted`` (0/1) and ``agent_memories.confidence`` (0..1,
+  default 1): search never returns, and the assembler never injects, a
+  tainted memory or one below ``MemorySettings.min_confidence`` (seed 000,
+  8.2.3 / A.1.7).  Existing rows become untainted with confidence 1, which is
+  what they were treated as before.
+* ``memory_opt_out``: one row per (app, user) who asked not to be remembered.
+* ``debug_archive``: ``temp:`` state and tool scratch values ADK discards,
+  kept per session in a bounded FIFO when the debug archive is on (seed 001,
+  optimisation 3).
+
+Each step checks before it creates or adds, so a run interrupted half-way
+(DDL commits on its own on both engines) finishes when started again.
+"""
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
+
+revision = "0011"
+down_revision = "0009"
+branch_labels = None
+depends_on = None
+
+_KEY = {"collation": "utf8mb4_bin"}
+_OPTS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
+
+
+def _id(name: str, length: int = 128, nullable: bool = False) -> sa.Column:
+    return sa.Column(name, sa.String(length, **_KEY), nullable=nullable)
+
+
+def _ts(name: str) -> sa.Column:
+    return sa.Column(name, DATETIME(fsp=6), nullable=False)
+
+
+def _has_table(name: str) -> bool:
+    return sa.inspect(op.get_bind()).has_table(name)
+
+
+def _has_column(table: str, column: str) -> bool:
+    # information_schema, not the inspector: SQLAlchemy cannot reflect OceanBase's VECTOR type
+    found = op.get_bind().execute(
+        sa.text(
+            "SELECT COUNT(*) FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND table_name = :t AND column_name = :c"
+        ),
+        {"t": table, "c": column},
+    )
+    return bool(found.scalar())
+
+
+def upgrade() -> None:
+    if not _has_column("agent_memories", "tainted"):
+        op.add_column("agent_memories", sa.Column("tainted", sa.SmallInteger, nullable=False, server_default="0"))
+    if not _has_column("agent_memories", "confidence"):
+        op.add_column("agent_memories", sa.Column("confidence", sa.Float, nullable=False, server_default="1"))
+    if not _has_table("memory_opt_out"):
+        op.create_table(
+            "memory_opt_out",
+            _id("app_name"),
+            _id("user_id"),
+            _ts("opted_out_at"),
+            sa.PrimaryKeyConstraint("app_name", "user_id", name="pk_memory_opt_out"),
+            **_OPTS,
+        )
+    if not _has_table("debug_archive"):
+        op.create_table(
+            "debug_archive",
+            _id("app_name"),
+            _id("user_id"),
+            _id("session_id"),
+            sa.Column("entry_seq", sa.BigInteger, nullable=False),
+            sa.Column("event_seq", sa.BigInteger, nullable=False),
+            _id("event_id"),
+            _id("invocation_id", 256, nullable=True),
+            sa.Column("kind", sa.String(16), nullable=False),
+            sa.Column("tool_name", sa.String(256), nullable=True),
+            _id("state_key", 255),
+            sa.Column("value_json", LONGTEXT, nullable=False),
+            _ts("created_at"),
+            sa.PrimaryKeyConstraint("app_name", "user_id", "session_id", "entry_seq", name="pk_debug_archive"),
+            **_OPTS,
+        )
+
+
+def downgrade() -> None:
+    if _has_table("debug_archive"):
+        op.drop_table("debug_archive")
+    if _has_table("memory_opt_out"):
+        op.drop_table("memory_opt_out")
+    if _has_column("agent_memories", "confidence"):
+        op.drop_column("agent_memories", "confidence")
+    if _has_column("agent_memories", "tainted"):
+        op.drop_column("agent_memories", "tainted")
