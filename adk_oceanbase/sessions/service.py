@@ -105,11 +105,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_overlap: int = 1,
         compaction_policy: Any = None,
         compaction_summarizer: Any = None,
-        uri: str | None = None,
-        **_: Any,
     ):
-        # ADK's service registry passes uri=
-        self._bind_database(url or uri, config, database, engine, auto_setup)
+        self._bind_database(url, config, database, engine, auto_setup)
         self._counter = token_counter or EstimatingTokenCounter()
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
