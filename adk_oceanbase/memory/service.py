@@ -106,7 +106,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     async def _on_ready(self) -> None:
         await self._check_embedding_model()
-        self._vectorizer.submit(())  # starts the worker; its first sweep finds leftovers
+        start_loading = getattr(self._embedder, "start_loading", None)
+        if start_loading is not None:  # a model that loads for seconds does so off the request path
+            start_loading()
+        if self.settings.embed_backlog_on_start:
+            self._vectorizer.submit(())  # starts the worker; its first sweep finds leftovers
 
     async def _check_embedding_model(self) -> None:
         """Refuses to mix embedding models or dimensions silently."""
@@ -420,6 +424,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 self._profiles[(app, user)] = dataclasses.replace(hit, author_terms=hit.author_terms | new)
 
     async def _query_vector(self, query: str) -> Any:
+        wait_loaded = getattr(self._embedder, "wait_loaded", None)
+        if (
+            wait_loaded is not None
+            and not getattr(self._embedder, "loaded", True)
+            and not await asyncio.to_thread(wait_loaded, self.settings.model_wait_s)
+        ):
+            logger.warning(
+                "embedding model %s still loading after %.0f s; searching without the semantic signal",
+                self._embedder.model_name, self.settings.model_wait_s,
+            )
+            return None
         try:
             return (await asyncio.to_thread(self._embedder.embed, [query]))[0]
         except Exception:  # degrade to full-text only rather than failing the agent's turn

@@ -247,6 +247,18 @@ class MemorySettings:
     sweep_interval_s: float = 60.0
     """How often the worker looks for ``pending``/``failed`` rows no queue entry covers."""
 
+    embed_backlog_on_start: bool = True
+    """Start the worker on first use, so it embeds rows other processes left ``pending``/``failed``.
+
+    ``False`` starts it only when this service writes or ``flush()`` is
+    called: the CLI's read and maintenance commands (``stats``, ``memory
+    search``, ``memory delete``) must not spend minutes embedding a backlog."""
+
+    model_wait_s: float = 30.0
+    """How long a search waits for an embedding model that is still loading (MiniLM: 8-15 s on a
+    small CPU, started in the background on first use); past it the search runs without the
+    semantic signal (full-text, recency, ... only) and logs a warning."""
+
     @property
     def frequency_norm(self) -> float:
         """``ln(1 + frequency_norm_count)``, the divisor of the frequency signal."""
