@@ -4,24 +4,35 @@ Both services take ``url`` / ``config=`` / ``database=`` / ``engine=``, start
 nothing until first use, create a missing schema on first use (like ADK's own
 services) but never alter an existing one implicitly, and release only what
 they created.
+
+Alembic is imported on first use, not with the package: importing it logs
+seven "setup plugin" INFO lines, and ``adk web`` configures the root logger at
+INFO before it loads ``services.py``.  The implicit schema check on first use
+(and the migration of an empty database) runs with Alembic's loggers at
+WARNING; ``setup()``, ``adk_oceanbase.upgrade()`` and the CLI, which migrate
+on request, keep its INFO lines.
 """
 
 from __future__ import annotations
 
 import asyncio
-from contextlib import asynccontextmanager
-from typing import AsyncIterator
+import logging
+import threading
+from contextlib import asynccontextmanager, contextmanager
+from types import ModuleType
+from typing import AsyncIterator, Iterator
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from . import migrations
 from .config import Config
 from .engine import Database
 from .errors import ConfigurationError, SchemaMissingError, translate_db_error
 from .rawtx import RawTransaction, raw_transaction
 
 __all__ = ["DatabaseService"]
+
+logger = logging.getLogger(__name__)
 
 
 class DatabaseService:
@@ -60,7 +71,7 @@ class DatabaseService:
 
     async def setup(self) -> None:
         """Creates or upgrades the schema to this package's head (same code as ``adk-oceanbase db upgrade``)."""
-        await migrations.upgrade(self._db)
+        await _migrations().upgrade(self._db)
         self._checked = False
         await self._engine()
 
@@ -72,12 +83,16 @@ class DatabaseService:
             async with self._check_lock:
                 if not self._checked:
                     await self._db.start()
-                    try:
-                        await migrations.check_schema(self._db)
-                    except SchemaMissingError:
-                        if not self._auto_setup:
-                            raise
-                        await migrations.upgrade(self._db)
+                    migrations = _migrations()
+                    with _quiet_alembic():
+                        try:
+                            await migrations.check_schema(self._db)
+                        except SchemaMissingError:
+                            if not self._auto_setup:
+                                raise
+                            revision = await migrations.upgrade(self._db)
+                            logger.info("created the adk-oceanbase tables in %s (revision %s)",
+                                        self._db.config.redacted_url(), revision)
                     await self._on_ready()
                     self._checked = True
         return self._db.engine
@@ -107,3 +122,38 @@ class DatabaseService:
         if self._owns_db:
             await self._db.close()
         self._checked = False
+
+
+def _migrations() -> ModuleType:
+    """``adk_oceanbase.migrations``, imported (with Alembic) on first need and without its INFO noise."""
+    with _quiet_alembic():
+        from . import migrations
+    return migrations
+
+
+_quiet = {"users": 0, "ours": False}
+_quiet_lock = threading.Lock()
+
+
+@contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic's INFO lines ("Context impl MySQLImpl.", "setup plugin ...") raised to WARNING meanwhile.
+
+    Only when the application has not set a level on the ``alembic`` logger
+    itself (an explicit choice is left alone); counted, so overlapping first
+    uses of several services restore it once, after the last.
+    """
+    log = logging.getLogger("alembic")
+    with _quiet_lock:
+        if _quiet["users"] == 0:
+            _quiet["ours"] = log.level == logging.NOTSET
+            if _quiet["ours"]:
+                log.setLevel(logging.WARNING)
+        _quiet["users"] += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet["users"] -= 1
+            if _quiet["users"] == 0 and _quiet["ours"]:
+                log.setLevel(logging.NOTSET)
