@@ -1,8 +1,10 @@
 """The ``adk-oceanbase`` command: parsing only; every action is a call into the Python API.
 
-    adk-oceanbase demo [--url URL]
-    adk-oceanbase db upgrade|current [--url URL]
-    adk-oceanbase db downgrade REVISION [--url URL]
+One subcommand per API method, one flag per keyword (the README's "Command
+line" section lists them all; a test checks that list against this parser).
+Machine output (JSON lines) goes to stdout; progress bars, spinners and status
+lines go to stderr, drawn only on a terminal.  Exit codes: 0 done, 1 not found
+or not current (``sessions show``, ``db check``), 2 an error.
 """
 
 from __future__ import annotations
@@ -13,68 +15,109 @@ import logging
 import sys
 from typing import Sequence
 
-from .config import Config
+from . import __version__
 from .errors import AdkOceanBaseError
 
 __all__ = ["main"]
 
+_URL_HELP = (
+    "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase); "
+    "tuning options as ?pool_size=4, see the README"
+)
+
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adk-oceanbase", description="ADK sessions and memory on OceanBase/seekdb/MySQL")
+    p.add_argument("--version", action="version", version=f"adk-oceanbase {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    url = argparse.ArgumentParser(add_help=False)
+    url.add_argument("--url", help=_URL_HELP)
 
-    url_help = "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase)"
-    demo = sub.add_parser("demo", help="run a multi-turn ADK conversation on the embedded default and resume it")
-    demo.add_argument("--url", help=url_help)
+    def cmd(parent, name: str, help_: str, *, db: bool = True) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_, description=help_, parents=[url] if db else [])
 
-    db = sub.add_parser("db", help="schema migrations")
-    dbsub = db.add_subparsers(dest="db_command", required=True)
-    for name, help_ in (("upgrade", "migrate to the newest schema (no-op when current)"), ("current", "print the schema revision")):
-        cmd = dbsub.add_parser(name, help=help_)
-        cmd.add_argument("--url", help=url_help)
-        if name == "upgrade":
-            cmd.add_argument("--revision", default="head", help="target revision (default: head)")
-    down = dbsub.add_parser("downgrade", help="revert the schema to REVISION ('base' drops our tables)")
-    down.add_argument("revision")
-    down.add_argument("--url", help=url_help)
+    cmd(sub, "demo", "run a multi-turn ADK conversation on the embedded default and resume it")
+
+    sessions = sub.add_parser("sessions", help="list, show, delete and export sessions").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    ls = cmd(sessions, "list", "one JSON line per session (no events), newest first; list_sessions_page()")
+    ls.add_argument("--app", required=True, help="app name")
+    ls.add_argument("--user", help="only this user's sessions")
+    ls.add_argument("--limit", type=int, default=50, help="sessions per page (default 50)")
+    ls.add_argument("--cursor", help="continue after a page (printed on stderr when there are more)")
+    ls.add_argument("--all", action="store_true", help="every page, not just one")
+    ls.add_argument("--oldest-first", action="store_true", help="oldest first")
+    show = cmd(sessions, "show", "one session with its events as JSON; get_session()")
+    delete = cmd(sessions, "delete", "delete sessions with their events and state; delete_session()")
+    for c in (show, delete):
+        c.add_argument("--app", required=True, help="app name")
+        c.add_argument("--user", required=True, help="user id")
+    show.add_argument("session", metavar="SESSION", help="session id")
+    show.add_argument("--include-compacted", action="store_true", help="also the events a compaction archived")
+    delete.add_argument("sessions", metavar="SESSION", nargs="+", help="session ids")
+    export = cmd(sessions, "export", "every session with all its stored events, one JSON line each (ADK's JSON form)")
+    export.add_argument("--app", required=True, help="app name")
+    export.add_argument("--user", help="only this user's sessions")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    memory = sub.add_parser("memory", help="search, delete, re-embed memories; rebuild the vector index")
+    msub = memory.add_subparsers(dest="action", required=True, metavar="ACTION")
+    search = cmd(msub, "search", "hybrid search: one JSON line per memory, best first; search()")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--app", required=True, help="app name")
+    search.add_argument("--user", required=True, help="user id")
+    search.add_argument("--top-k", type=int, help="memories returned (default: MemorySettings.top_k)")
+    search.add_argument("--explain", action="store_true", help="a table of each signal's weighted share of the score")
+    search.add_argument("--bump-access", action="store_true", help="count this search in the frequency signal")
+    mdel = cmd(msub, "delete", "erase memories (a tombstone keeps them from coming back); delete_memory()")
+    mdel.add_argument("--app", required=True, help="app name")
+    mdel.add_argument("--user", required=True, help="user id")
+    mdel.add_argument("memory_ids", metavar="MEMORY_ID", nargs="+", help="memory ids")
+    cmd(msub, "reembed", "re-embed rows another model embedded, with a progress bar; reembed() + flush()")
+    cmd(msub, "rebuild-index", "rebuild the HNSW vector index after bulk loads; rebuild_vector_index()")
+
+    compact = cmd(sub, "compact", "compact one session now; compact_session()")
+    compact.add_argument("session", metavar="SESSION", help="session id")
+    compact.add_argument("--app", required=True, help="app name")
+    compact.add_argument("--user", required=True, help="user id")
+    compact.add_argument("--keep-last", type=int, help="KeepLastN policy: raw events left verbatim (default: the token policy)")
+    compact.add_argument("--min-batch", type=int, default=20, help="with --keep-last: fewest events worth a summary")
+
+    stats = cmd(sub, "stats", "sessions, users, events, tokens and memories per app; stats()")
+    stats.add_argument("--app", help="only this app")
+    stats.add_argument("--json", action="store_true", help="one JSON line per app instead of a table")
+
+    db = sub.add_parser("db", help="schema migrations (Alembic, bundled)")
+    dbsub = db.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = cmd(dbsub, "upgrade", "migrate to the newest schema (no-op when current)")
+    up.add_argument("--revision", default="head", help="target revision (default: head)")
+    down = cmd(dbsub, "downgrade", "revert the schema to REVISION ('base' drops our tables and their data)")
+    down.add_argument("revision", metavar="REVISION")
+    down.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    cmd(dbsub, "current", "print the schema revision")
+    cmd(dbsub, "check", "exit 0 when the schema is at head, else 1 with the command to run")
+    stamp = cmd(dbsub, "stamp", "record REVISION as current without migrating (a schema made by hand)")
+    stamp.add_argument("revision", metavar="REVISION")
+    cmd(dbsub, "history", "the revisions this package ships, newest first", db=False)
+    cmd(dbsub, "heads", "the newest revision this package ships", db=False)
     return p
-
-
-async def _db(args: argparse.Namespace) -> int:
-    from . import migrations
-    from .engine import Database
-
-    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
-    try:
-        if args.db_command == "upgrade":
-            rev = await migrations.upgrade(db, args.revision)
-            print(f"{db.config.redacted_url()}: at revision {rev}")
-        elif args.db_command == "downgrade":
-            rev = await migrations.downgrade(db, args.revision)
-            print(f"{db.config.redacted_url()}: at revision {rev or 'base'}")
-        else:
-            rev = await migrations.current_revision(db)
-            head = migrations.head_revision()
-            print(f"{db.config.redacted_url()}: at revision {rev or 'none'} (head is {head})")
-    finally:
-        await db.close()
-    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        if args.command == "demo":
-            from .demo import run_demo
+    from . import _commands
 
-            asyncio.run(run_demo(args.url))
-            return 0
-        return asyncio.run(_db(args))
+    try:
+        return asyncio.run(_commands.run(args))
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("adk-oceanbase: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

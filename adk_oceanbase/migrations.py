@@ -22,7 +22,9 @@ from .engine import Database
 from .errors import SchemaMissingError, SchemaOutdatedError
 from .schema import VERSION_TABLE
 
-__all__ = ["check_schema", "current_revision", "downgrade", "head_revision", "script_location", "upgrade"]
+__all__ = [
+    "check_schema", "current_revision", "downgrade", "head_revision", "history", "script_location", "stamp", "upgrade",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -101,3 +103,20 @@ async def check_schema(db: Database) -> None:
     raise SchemaOutdatedError(
         f"database schema is at revision {current!r} but this adk-oceanbase expects {head!r}: {_UPGRADE_HINT}"
     )
+
+
+def history() -> list[tuple[str, str | None, str]]:
+    """Every revision this package ships, newest first: ``(revision, down_revision, first doc line)``."""
+    script = ScriptDirectory(str(script_location()))
+    return [
+        (rev.revision, rev.down_revision if isinstance(rev.down_revision, str) else None, (rev.doc or "").strip())
+        for rev in script.walk_revisions()
+    ]
+
+
+async def stamp(db: Database, revision: str) -> str | None:
+    """Records ``revision`` as current without running any migration (for a schema made by hand)."""
+    await db.start()
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.stamp(_alembic_config(db, sync), revision))
+    return await current_revision(db)

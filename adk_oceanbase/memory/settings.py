@@ -247,12 +247,11 @@ class MemorySettings:
     sweep_interval_s: float = 60.0
     """How often the worker looks for ``pending``/``failed`` rows no queue entry covers."""
 
-    embed_backlog_on_start: bool = True
-    """Start the worker on first use, so it embeds rows other processes left ``pending``/``failed``.
-
-    ``False`` starts it only when this service writes or ``flush()`` is
-    called: the CLI's read and maintenance commands (``stats``, ``memory
-    search``, ``memory delete``) must not spend minutes embedding a backlog."""
+    background_start: bool = True
+    """On first use, start loading the embedding model and the worker that embeds rows other
+    processes left ``pending``/``failed``.  ``False`` leaves both to the first write, search or
+    ``flush()``: the CLI's read and maintenance commands (``stats``, ``memory delete``) must not
+    load a model or spend minutes embedding a backlog."""
 
     model_wait_s: float = 30.0
     """How long a search waits for an embedding model that is still loading (MiniLM: 8-15 s on a

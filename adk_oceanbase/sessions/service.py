@@ -320,6 +320,17 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await conn.execute(q.delete_session_state(app, user, sid))
             await conn.execute(q.delete_session(app, user, sid))
 
+    async def stats(self, *, app_name: Optional[str] = None) -> list[dict[str, Any]]:
+        """Per app (or one app): ``sessions``, ``users``, ``events``, ``tokens``; what ``adk-oceanbase stats`` prints.
+
+        Read from the session rows' counters, so it costs one grouped scan of
+        ``agent_sessions``, never of the events.
+        """
+        app = codec.check_id("app_name", app_name) if app_name is not None else None
+        async with (await self._engine()).connect() as conn:
+            rows = (await conn.execute(q.session_stats(app))).all()
+        return [{k: (v if k == "app_name" else int(v)) for k, v in r._mapping.items()} for r in rows]
+
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         app, user, _ = self._ids(app_name, user_id)
         engine = await self._engine()
