@@ -12,13 +12,12 @@ URL forms:
   ``mariadb://``): MySQL or MariaDB; vectors are stored as bytes.
 
 Every tuning field of :class:`Config` (``pool_size``, ``query_timeout_s``, ...)
-can be set three ways; the first that sets it wins:
+can be set three ways; the first that sets it wins, else the default:
 
 1. keyword arguments: ``Config.from_url(url, pool_size=4)``, ``Config.from_env(pool_size=4)``;
 2. the URL's query: ``oceanbase://root@h:2881/adk?pool_size=4``;
 3. the environment: ``ADK_OCEANBASE_POOL_SIZE=4``, applied whether or not a
-   URL is given (``adk web`` always gives one);
-4. the field's default.
+   URL is given (``adk web`` always gives one).
 
 Query options that are not fields are passed to the driver only when they are
 in :data:`DRIVER_OPTIONS` (``charset``, ``ssl_ca``, ...); anything else is a
