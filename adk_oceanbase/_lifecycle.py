@@ -9,19 +9,27 @@ Every database call of a service goes through :meth:`DatabaseService._read`,
 :meth:`~DatabaseService._tx`, :meth:`~DatabaseService._rerunnable_tx` or
 :meth:`~DatabaseService._raw_tx`, which turn driver errors into the typed tree
 of :mod:`.errors` (by error number) and re-run what is safe to re-run.
+
+Alembic is imported on first use, not with the package: importing it logs
+seven "setup plugin" INFO lines, and ``adk web`` configures the root logger at
+INFO before it loads ``services.py``.  The implicit schema check on first use
+(and the migration of an empty database) runs with Alembic's loggers at
+WARNING; ``setup()``, ``adk_oceanbase.upgrade()`` and the CLI, which migrate
+on request, keep its INFO lines.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from contextlib import asynccontextmanager
-from typing import AsyncIterator, Awaitable, Callable, TypeVar
+import threading
+from contextlib import asynccontextmanager, contextmanager
+from types import ModuleType
+from typing import AsyncIterator, Awaitable, Callable, Iterator, TypeVar
 
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from . import migrations
 from .config import Config
 from .engine import Database
 from .errors import (
@@ -78,7 +86,7 @@ class DatabaseService:
 
     async def setup(self) -> None:
         """Creates or upgrades the schema to this package's head (same code as ``adk-oceanbase db upgrade``)."""
-        await migrations.upgrade(self._db)
+        await _migrations().upgrade(self._db)
         self._checked = False
         await self._engine()
 
@@ -90,7 +98,8 @@ class DatabaseService:
             async with self._check_lock:
                 if not self._checked:
                     await self._db.start()
-                    with typed_errors():
+                    migrations = _migrations()
+                    with typed_errors(), _quiet_alembic():
                         try:
                             await migrations.check_schema(self._db)
                         except (SchemaMissingError, SchemaOutdatedError):
@@ -98,7 +107,9 @@ class DatabaseService:
                             # create_if_new waits for it, and re-raises if the schema is really old.
                             if not self._auto_setup:
                                 raise
-                            await migrations.create_if_new(self._db)
+                            if await migrations.create_if_new(self._db):
+                                logger.info("created the adk-oceanbase tables in %s (revision %s)",
+                                            self._db.config.redacted_url(), migrations.head_revision())
                         await self._on_ready()
                     self._checked = True
         return self._db.engine
@@ -163,3 +174,38 @@ class DatabaseService:
         if self._owns_db:
             await self._db.close()
         self._checked = False
+
+
+def _migrations() -> ModuleType:
+    """``adk_oceanbase.migrations``, imported (with Alembic) on first need and without its INFO noise."""
+    with _quiet_alembic():
+        from . import migrations
+    return migrations
+
+
+_quiet = {"users": 0, "ours": False}
+_quiet_lock = threading.Lock()
+
+
+@contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic's INFO lines ("Context impl MySQLImpl.", "setup plugin ...") raised to WARNING meanwhile.
+
+    Only when the application has not set a level on the ``alembic`` logger
+    itself (an explicit choice is left alone); counted, so overlapping first
+    uses of several services restore it once, after the last.
+    """
+    log = logging.getLogger("alembic")
+    with _quiet_lock:
+        if _quiet["users"] == 0:
+            _quiet["ours"] = log.level == logging.NOTSET
+            if _quiet["ours"]:
+                log.setLevel(logging.WARNING)
+        _quiet["users"] += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet["users"] -= 1
+            if _quiet["users"] == 0 and _quiet["ours"]:
+                log.setLevel(logging.NOTSET)

@@ -10,29 +10,50 @@ then ``adk web --session_service_uri seekdb:///path/to/dir agents/`` (or
 ``oceanbase://user:pw@host:2881/db``) and ``--memory_service_uri`` with the
 same forms.  ``mysql+aiomysql://`` stays ADK's own DatabaseSessionService
 unless you register ``ob+mysql`` style aliases yourself.
+
+ADK calls a factory as ``factory(uri, agents_dir=..., **session_db_kwargs)``.
+``agents_dir`` is ADK's and dropped; keywords naming a :class:`Config` field
+(``pool_size=4``) tune the connection like ``?pool_size=4`` in the URL would;
+any other keyword must be a parameter of the service, else a
+``ConfigurationError`` names it.
 """
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
+
+from .config import TUNABLE_FIELDS, Config
+from .errors import ConfigurationError
 
 __all__ = ["SCHEMES", "register"]
 
 SCHEMES = ("seekdb", "oceanbase")
 
 
+def _build(service_cls: type, uri: str, kwargs: dict[str, Any]) -> Any:
+    kwargs.pop("agents_dir", None)
+    tuning = {k: kwargs.pop(k) for k in list(kwargs) if k in TUNABLE_FIELDS}
+    accepted = set(inspect.signature(service_cls.__init__).parameters) - {"self", "url", "config"}
+    unknown = sorted(set(kwargs) - accepted)
+    if unknown:
+        raise ConfigurationError(
+            f"{service_cls.__name__} does not take {', '.join(map(repr, unknown))}; "
+            f"valid: {', '.join(sorted(accepted | set(TUNABLE_FIELDS)))}"
+        )
+    return service_cls(config=Config.from_url(uri, **tuning), **kwargs)
+
+
 def _session_factory(uri: str, **kwargs: Any):
     from .sessions import OceanBaseSessionService
 
-    kwargs.pop("agents_dir", None)
-    return OceanBaseSessionService(uri, **kwargs)
+    return _build(OceanBaseSessionService, uri, kwargs)
 
 
 def _memory_factory(uri: str, **kwargs: Any):
     from .memory import OceanBaseMemoryService
 
-    kwargs.pop("agents_dir", None)
-    return OceanBaseMemoryService(uri, **kwargs)
+    return _build(OceanBaseMemoryService, uri, kwargs)
 
 
 def register(registry: Any = None) -> None:

@@ -1,10 +1,10 @@
 """The ``adk-oceanbase`` command: parsing only; every action is a call into the Python API.
 
-    adk-oceanbase demo [--url URL]
-    adk-oceanbase db upgrade|current [--url URL]
-    adk-oceanbase db downgrade REVISION [--url URL]
-    adk-oceanbase import-adk --from ADK_URL [--url URL] [--app APP]
-    adk-oceanbase gc [--url URL] [--app APP ...] [--session-ttl 30d] [--memory-ttl 180d] [--dry-run]
+One subcommand per API method, one flag per keyword (the README's "Command
+line" section lists them all; a test checks that list against this parser).
+Machine output (JSON lines) goes to stdout; progress bars, spinners and status
+lines go to stderr, drawn only on a terminal.  Exit codes: 0 done, 1 not found
+or not current (``sessions show``, ``db check``), 2 an error.
 """
 
 from __future__ import annotations
@@ -15,38 +15,100 @@ import logging
 import sys
 from typing import Sequence
 
-from .config import Config
-from .errors import AdkOceanBaseError, ValidationError
+from . import __version__
+from .errors import AdkOceanBaseError
 
 __all__ = ["main"]
+
+_URL_HELP = (
+    "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase); "
+    "tuning options as ?pool_size=4, see the README"
+)
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="adk-oceanbase", description="ADK sessions and memory on OceanBase/seekdb/MySQL")
+    p.add_argument("--version", action="version", version=f"adk-oceanbase {__version__}")
     p.add_argument("-v", "--verbose", action="store_true", help="log at INFO level")
-    sub = p.add_subparsers(dest="command", required=True)
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    url = argparse.ArgumentParser(add_help=False)
+    url.add_argument("--url", help=_URL_HELP)
 
-    url_help = "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase)"
-    demo = sub.add_parser("demo", help="run a multi-turn ADK conversation on the embedded default and resume it")
-    demo.add_argument("--url", help=url_help)
+    def cmd(parent, name: str, help_: str, *, db: bool = True) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_, description=help_, parents=[url] if db else [])
 
-    db = sub.add_parser("db", help="schema migrations")
-    dbsub = db.add_subparsers(dest="db_command", required=True)
-    for name, help_ in (("upgrade", "migrate to the newest schema (no-op when current)"), ("current", "print the schema revision")):
-        cmd = dbsub.add_parser(name, help=help_)
-        cmd.add_argument("--url", help=url_help)
-        if name == "upgrade":
-            cmd.add_argument("--revision", default="head", help="target revision (default: head)")
-    down = dbsub.add_parser("downgrade", help="revert the schema to REVISION ('base' drops our tables)")
-    down.add_argument("revision")
-    down.add_argument("--url", help=url_help)
+    cmd(sub, "demo", "run a multi-turn ADK conversation on the embedded default and resume it")
 
-    imp = sub.add_parser("import-adk", help="copy sessions, events and state from ADK's DatabaseSessionService (re-runnable)")
-    imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL", help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
-    imp.add_argument("--url", help=url_help)
+    sessions = sub.add_parser("sessions", help="list, show, delete and export sessions").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    ls = cmd(sessions, "list", "one JSON line per session (no events), newest first; list_sessions_page()")
+    ls.add_argument("--app", required=True, help="app name")
+    ls.add_argument("--user", help="only this user's sessions")
+    ls.add_argument("--limit", type=int, default=50, help="sessions per page (default 50)")
+    ls.add_argument("--cursor", help="continue after a page (printed on stderr when there are more)")
+    ls.add_argument("--all", action="store_true", help="every page, not just one")
+    ls.add_argument("--oldest-first", action="store_true", help="oldest first")
+    show = cmd(sessions, "show", "one session with its events as JSON; get_session()")
+    delete = cmd(sessions, "delete", "delete sessions with their events and state; delete_session()")
+    for c in (show, delete):
+        c.add_argument("--app", required=True, help="app name")
+        c.add_argument("--user", required=True, help="user id")
+    show.add_argument("session", metavar="SESSION", help="session id")
+    show.add_argument("--include-compacted", action="store_true", help="also the events a compaction archived")
+    delete.add_argument("sessions", metavar="SESSION", nargs="+", help="session ids")
+    export = cmd(sessions, "export", "every session with all its stored events, one JSON line each (ADK's JSON form)")
+    export.add_argument("--app", required=True, help="app name")
+    export.add_argument("--user", help="only this user's sessions")
+    export.add_argument("--output", "-o", help="write to this file instead of stdout")
+
+    memory = sub.add_parser("memory", help="search, delete, re-embed memories; rebuild the vector index")
+    msub = memory.add_subparsers(dest="action", required=True, metavar="ACTION")
+    search = cmd(msub, "search", "hybrid search: one JSON line per memory, best first; search()")
+    search.add_argument("query", metavar="QUERY")
+    search.add_argument("--app", required=True, help="app name")
+    search.add_argument("--user", required=True, help="user id")
+    search.add_argument("--top-k", type=int, help="memories returned (default: MemorySettings.top_k)")
+    search.add_argument("--explain", action="store_true", help="a table of each signal's weighted share of the score")
+    search.add_argument("--bump-access", action="store_true", help="count this search in the frequency signal")
+    mdel = cmd(msub, "delete", "erase memories (a tombstone keeps them from coming back); delete_memory()")
+    mdel.add_argument("--app", required=True, help="app name")
+    mdel.add_argument("--user", required=True, help="user id")
+    mdel.add_argument("memory_ids", metavar="MEMORY_ID", nargs="+", help="memory ids")
+    cmd(msub, "reembed", "re-embed rows another model embedded, with a progress bar; reembed() + flush()")
+    cmd(msub, "rebuild-index", "rebuild the HNSW vector index after bulk loads; rebuild_vector_index()")
+
+    compact = cmd(sub, "compact", "compact one session now; compact_session()")
+    compact.add_argument("session", metavar="SESSION", help="session id")
+    compact.add_argument("--app", required=True, help="app name")
+    compact.add_argument("--user", required=True, help="user id")
+    compact.add_argument("--keep-last", type=int, help="KeepLastN policy: raw events left verbatim (default: the token policy)")
+    compact.add_argument("--min-batch", type=int, default=20, help="with --keep-last: fewest events worth a summary")
+
+    stats = cmd(sub, "stats", "sessions, users, events, tokens and memories per app; stats()")
+    stats.add_argument("--app", help="only this app")
+    stats.add_argument("--json", action="store_true", help="one JSON line per app instead of a table")
+
+    db = sub.add_parser("db", help="schema migrations (Alembic, bundled)")
+    dbsub = db.add_subparsers(dest="action", required=True, metavar="ACTION")
+    up = cmd(dbsub, "upgrade", "migrate to the newest schema (no-op when current)")
+    up.add_argument("--revision", default="head", help="target revision (default: head)")
+    down = cmd(dbsub, "downgrade", "revert the schema to REVISION ('base' drops our tables and their data)")
+    down.add_argument("revision", metavar="REVISION")
+    down.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    cmd(dbsub, "current", "print the schema revision")
+    cmd(dbsub, "check", "exit 0 when the schema is at head, else 1 with the command to run")
+    stamp = cmd(dbsub, "stamp", "record REVISION as current without migrating (a schema made by hand)")
+    stamp.add_argument("revision", metavar="REVISION")
+    cmd(dbsub, "history", "the revisions this package ships, newest first", db=False)
+    cmd(dbsub, "heads", "the newest revision this package ships", db=False)
+
+    imp = cmd(sub, "import-adk", "copy sessions, events and state from ADK's DatabaseSessionService (re-runnable); import_adk()")
+    imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL",
+                     help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--app", help="import only this app")
-    gc = sub.add_parser("gc", help="delete sessions and memories older than their TTL, in bounded batches")
-    gc.add_argument("--url", help=url_help)
+
+    gc = cmd(sub, "gc", "delete sessions and memories older than their TTL, in bounded batches; governance.sweep()")
     gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
     gc.add_argument("--session-ttl", help="delete sessions not updated for this long, e.g. 30d, 12h")
     gc.add_argument("--memory-ttl", help="delete memories neither created nor read for this long, e.g. 180d")
@@ -54,83 +116,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-async def _import_adk(args: argparse.Namespace) -> int:
-    from .importer import import_adk
-    from .sessions import OceanBaseSessionService
-
-    def progress(report) -> None:
-        done = report.sessions_new + report.sessions_completed + report.sessions_skipped
-        if done % 100 == 0:
-            print(f"{done} sessions, {report.events} events", file=sys.stderr)
-
-    async with OceanBaseSessionService(args.url) as target:
-        r = await import_adk(args.source, target, app_name=args.app, progress=progress)
-    print(
-        f"ADK schema v{r.source_schema}, {r.apps} app(s): sessions {r.sessions_new} new, {r.sessions_completed} completed, "
-        f"{r.sessions_skipped} already imported; {r.events} events; state keys {r.app_state_keys} app, "
-        f"{r.user_state_keys} user, {r.session_state_keys} session"
-    )
-    return 0
-
-
-async def _gc(args: argparse.Namespace) -> int:
-    from .engine import Database
-    from .governance import Retention, RetentionPolicy, sweep
-
-    if args.session_ttl is None and args.memory_ttl is None:
-        raise ValidationError("gc needs --session-ttl and/or --memory-ttl")
-    policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl))
-    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
-    try:
-        counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run)
-    finally:
-        await db.close()
-    verb = "would delete" if args.dry_run else "deleted"
-    parts = [f"{counts.sessions} session(s)", f"{counts.events} event(s)"]
-    if not args.dry_run:
-        parts += [f"{counts.state_rows} state row(s)", f"{counts.debug_entries} debug entr(ies)"]
-    print(f"{db.config.redacted_url()}: {verb} " + ", ".join(parts + [f"{counts.memories} memory(ies)"]))
-    return 0
-
-
-async def _db(args: argparse.Namespace) -> int:
-    from . import migrations
-    from .engine import Database
-
-    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
-    try:
-        if args.db_command == "upgrade":
-            rev = await migrations.upgrade(db, args.revision)
-            print(f"{db.config.redacted_url()}: at revision {rev}")
-        elif args.db_command == "downgrade":
-            rev = await migrations.downgrade(db, args.revision)
-            print(f"{db.config.redacted_url()}: at revision {rev or 'base'}")
-        else:
-            rev = await migrations.current_revision(db)
-            head = migrations.head_revision()
-            print(f"{db.config.redacted_url()}: at revision {rev or 'none'} (head is {head})")
-    finally:
-        await db.close()
-    return 0
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    try:
-        if args.command == "demo":
-            from .demo import run_demo
+    from . import _commands
 
-            asyncio.run(run_demo(args.url))
-            return 0
-        if args.command == "import-adk":
-            return asyncio.run(_import_adk(args))
-        if args.command == "gc":
-            return asyncio.run(_gc(args))
-        return asyncio.run(_db(args))
+    try:
+        return asyncio.run(_commands.run(args))
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("adk-oceanbase: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -10,6 +10,19 @@ URL forms:
   server over aiomysql, with native ``VECTOR``.
 * ``mysql+aiomysql://user:pw@host:port/db`` (also ``mysql://``,
   ``mariadb://``): MySQL or MariaDB; vectors are stored as bytes.
+
+Every tuning field of :class:`Config` (``pool_size``, ``query_timeout_s``, ...)
+can be set three ways; the first that sets it wins, else the default:
+
+1. keyword arguments: ``Config.from_url(url, pool_size=4)``, ``Config.from_env(pool_size=4)``;
+2. the URL's query: ``oceanbase://root@h:2881/adk?pool_size=4``;
+3. the environment: ``ADK_OCEANBASE_POOL_SIZE=4``, applied whether or not a
+   URL is given (``adk web`` always gives one).
+
+Query options that are not fields are passed to the driver only when they are
+in :data:`DRIVER_OPTIONS` (``charset``, ``ssl_ca``, ...); anything else is a
+:class:`~adk_oceanbase.errors.ConfigurationError` naming the option, never a
+``TypeError`` from deep inside the driver.
 """
 
 from __future__ import annotations
@@ -23,7 +36,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlsplit
 
 from .errors import ConfigurationError
 
-__all__ = ["Config", "Flavor", "ENV_PREFIX", "default_home"]
+__all__ = ["Config", "DRIVER_OPTIONS", "ENV_PREFIX", "Flavor", "TUNABLE_FIELDS", "default_home"]
 
 ENV_PREFIX = "ADK_OCEANBASE_"
 Flavor = Literal["seekdb", "oceanbase", "mysql"]
@@ -39,10 +52,37 @@ _SCHEMES: dict[str, Flavor] = {
 }
 
 
+# aiomysql.connect keywords that SQLAlchemy's aiomysql dialect accepts from a URL query
+# (ssl_* become its ``ssl`` dict). Others (init_command, autocommit) are ours to set.
+DRIVER_OPTIONS = frozenset(
+    {"charset", "connect_timeout", "ssl_ca", "ssl_capath", "ssl_cert", "ssl_key", "ssl_cipher", "ssl_check_hostname"}
+)
+
+# Fields settable from a URL query, ADK_OCEANBASE_<FIELD> and keyword overrides, with their
+# smallest accepted value. The connection fields (flavor, host, user, ...) come from the URL itself.
+TUNABLE_FIELDS: dict[str, float] = {
+    "pool_size": 1,
+    "max_overflow": 0,
+    "pool_recycle": -1,
+    "pool_timeout": 0,
+    "max_event_bytes": 1,
+    "max_id_length": 1,
+    "query_timeout_s": 0.001,
+    "batch_statements": 0,
+    "embedding_dim": 1,
+}
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def default_home() -> Path:
     """Where the embedded database lives when nothing else is configured."""
-    env = os.environ.get(ENV_PREFIX + "HOME")
-    return Path(env).expanduser() if env else Path.home() / ".adk_oceanbase"
+    return _default_home(os.environ)
+
+
+def _default_home(env: Mapping[str, str]) -> Path:
+    home = env.get(ENV_PREFIX + "HOME")
+    return Path(home).expanduser() if home else Path.home() / ".adk_oceanbase"
 
 
 @dataclass(frozen=True)
@@ -122,14 +162,27 @@ class Config:
 
     # ------------------------------------------------------------------ parsing
     @classmethod
-    def from_url(cls, url: str | None = None, **overrides: Any) -> "Config":
+    def from_url(cls, url: str | None = None, *, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Config":
         """Parses one of the URL forms in the module docstring; ``None`` means the default home.
 
-        Keyword overrides replace fields after parsing (e.g. ``pool_size=4``).
+        Tuning fields come from ``overrides``, else the URL query, else
+        ``ADK_OCEANBASE_<FIELD>`` in ``environ`` (default ``os.environ``).
+
+        Raises:
+            ConfigurationError: a bad URL, an unknown query option or keyword,
+                or a value of the wrong type.
         """
+        env = os.environ if environ is None else environ
         if url is None or url == "":
-            base = cls(flavor="seekdb", db_dir=default_home() / "seekdb")
-            return dataclasses.replace(base, **overrides) if overrides else base
+            base, query = cls(flavor="seekdb", db_dir=_default_home(env) / "seekdb"), {}
+        else:
+            base, query = cls._parse_url(url)
+        fields = {**_env_fields(env), **_query_fields(query), **_override_fields(overrides)}
+        return dataclasses.replace(base, **fields) if fields else base
+
+    @classmethod
+    def _parse_url(cls, url: str) -> tuple["Config", dict[str, str]]:
+        """The connection part of ``url`` and its query options that still need a home."""
         parts = urlsplit(url)
         scheme = parts.scheme.lower()
         if scheme not in _SCHEMES:
@@ -141,13 +194,9 @@ class Config:
             # 'root@test#obcluster' unencoded would silently become user 'root', host 'test'.
             raise ConfigurationError("'#' in a database URL must be written %23 (e.g. root%40test%23cluster)")
         flavor = _SCHEMES[scheme]
-        query = dict(parse_qsl(parts.query))
+        query = dict(parse_qsl(parts.query, keep_blank_values=True))
         database = query.pop("database", None)
-        batch = query.pop("batch_statements", None)
-        if batch is not None:
-            if batch.lower() not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                raise ConfigurationError(f"batch_statements must be true or false, got {batch!r}")
-            overrides.setdefault("batch_statements", batch.lower() in ("1", "true", "yes", "on"))
+        driver = {k: query.pop(k) for k in list(query) if k in DRIVER_OPTIONS}
         if flavor == "seekdb":
             # seekdb:///abs/dir -> netloc '' path '/abs/dir'; seekdb://rel/dir -> netloc 'rel'.
             raw = (parts.netloc + parts.path) if parts.netloc else parts.path
@@ -157,7 +206,7 @@ class Config:
                 flavor="seekdb",
                 db_dir=Path(unquote(raw)).expanduser().resolve(),
                 database=database or "adk_oceanbase",
-                query=query,
+                query=driver,
             )
         else:
             if not parts.hostname:
@@ -173,29 +222,19 @@ class Config:
                 user=unquote(parts.username) if parts.username else "root",
                 password=unquote(parts.password) if parts.password is not None else None,
                 database=(parts.path.lstrip("/") or database or "adk_oceanbase"),
-                query=query,
+                query=driver,
             )
-        return dataclasses.replace(cfg, **overrides) if overrides else cfg
+        return cfg, query
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Config":
-        """Reads ``ADK_OCEANBASE_URL`` plus numeric ``ADK_OCEANBASE_<FIELD>`` overrides.
+        """``ADK_OCEANBASE_URL`` (else the default home) with ``ADK_OCEANBASE_<FIELD>`` overrides.
 
-        ``ADK_OCEANBASE_POOL_SIZE=4`` sets ``pool_size``; unknown variables are ignored.
+        ``ADK_OCEANBASE_POOL_SIZE=4`` sets ``pool_size``; see the module
+        docstring for the order in which keywords, URL and environment apply.
         """
         env = os.environ if environ is None else environ
-        cfg = cls.from_url(env.get(ENV_PREFIX + "URL"))
-        numeric: dict[str, Any] = {}
-        for f in dataclasses.fields(cls):
-            raw = env.get(ENV_PREFIX + f.name.upper())
-            if raw is None or f.name in ("flavor", "host", "user", "password", "database", "db_dir", "query"):
-                continue
-            try:
-                numeric[f.name] = float(raw) if f.type in ("float",) else int(raw)
-            except ValueError as exc:
-                raise ConfigurationError(f"{ENV_PREFIX}{f.name.upper()} must be a number, got {raw!r}") from exc
-        numeric.update(overrides)
-        return dataclasses.replace(cfg, **numeric) if numeric else cfg
+        return cls.from_url(env.get(ENV_PREFIX + "URL"), environ=env, **overrides)
 
     def redacted_url(self) -> str:
         """The URL with the password replaced by ``***``: safe for logs and errors."""
@@ -208,3 +247,55 @@ class Config:
 
     def __repr__(self) -> str:  # dataclass repr would be fine, but keep it short and obviously redacted
         return f"Config(url={self.redacted_url()!r}, pool_size={self.pool_size})"
+
+
+# ------------------------------------------------------------------ typed field values
+_FIELD_TYPES = {f.name: f.type for f in dataclasses.fields(Config)}
+
+
+def _typed(name: str, raw: str, source: str) -> Any:
+    """``raw`` as the type of field ``name``; ``source`` names where it came from in the error."""
+    kind = _FIELD_TYPES[name]
+    text = raw.strip().lower()
+    if kind == "bool":
+        if text not in _TRUE + _FALSE:
+            raise ConfigurationError(f"{source} must be true or false, got {raw!r}")
+        return text in _TRUE
+    try:
+        value: float = float(text) if kind == "float" else int(text)
+    except ValueError:
+        raise ConfigurationError(f"{source} must be {'a number' if kind == 'float' else 'an integer'}, got {raw!r}") from None
+    return _checked(name, value, source)
+
+
+def _checked(name: str, value: Any, source: str) -> Any:
+    low = TUNABLE_FIELDS[name]
+    if _FIELD_TYPES[name] != "bool" and value < low:
+        raise ConfigurationError(f"{source} must be at least {low:g}, got {value!r}")
+    return value
+
+
+def _env_fields(env: Mapping[str, str]) -> dict[str, Any]:
+    out = {}
+    for name in TUNABLE_FIELDS:
+        var = ENV_PREFIX + name.upper()
+        if var in env:
+            out[name] = _typed(name, env[var], var)
+    return out
+
+
+def _query_fields(query: Mapping[str, str]) -> dict[str, Any]:
+    unknown = sorted(set(query) - set(TUNABLE_FIELDS))
+    if unknown:
+        valid = ", ".join(sorted([*TUNABLE_FIELDS, "database", *DRIVER_OPTIONS]))
+        raise ConfigurationError(f"unknown URL option {', '.join(map(repr, unknown))}; valid options: {valid}")
+    return {name: _typed(name, raw, f"URL option {name}") for name, raw in query.items()}
+
+
+def _override_fields(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(overrides) - set(_FIELD_TYPES))
+    if unknown:
+        raise ConfigurationError(
+            f"unknown Config field {', '.join(map(repr, unknown))}; valid fields: {', '.join(_FIELD_TYPES)}"
+        )
+    return {k: (_checked(k, v, k) if k in TUNABLE_FIELDS else v) for k, v in overrides.items()}

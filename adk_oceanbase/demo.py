@@ -16,6 +16,7 @@ keeps a scratch value in ``temp:`` state (never stored).
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 from datetime import datetime, timedelta, timezone
@@ -31,7 +32,7 @@ from google.genai import types
 
 from .config import Config
 from .engine import Database
-from .memory import OceanBaseMemoryService
+from .memory import OceanBaseMemoryService, default_embedder
 from .sessions import OceanBaseSessionService
 
 APP = "adk_oceanbase_demo"
@@ -95,6 +96,10 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
     config = Config.from_url(url) if url else Config.from_env()
     out(f"database: {config.redacted_url()}")
     started = time.perf_counter()
+    embedder = embedder or default_embedder()  # one model for both halves: it loads once
+    if hasattr(embedder, "start_loading"):
+        embedder.start_loading()
+        out(f"embedding model {embedder.model_name}: loading in the background")
     db = Database(config)  # one engine and one seekdb process for both services
     svc = OceanBaseSessionService(database=db)
     memory = OceanBaseMemoryService(database=db, embedder=embedder)
@@ -106,6 +111,7 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         await runner.close()
         stored = await svc.get_session(app_name=APP, user_id=USER, session_id=session.id)
         await memory.add_session_to_memory(stored)
+        await _model_status(embedder, out)
         await memory.flush()  # wait for the background embedding before closing
     finally:
         await memory.close()
@@ -168,6 +174,16 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         await memory.close()
         await svc.close()
         await db.close()
+
+
+async def _model_status(embedder, out: Callable[[str], None]) -> None:
+    """Says when the memory step waits for the model (8-15 s on a small CPU) and how long it took."""
+    if not hasattr(embedder, "wait_loaded"):
+        return
+    if not embedder.loaded:
+        out(f"\nembedding model {embedder.model_name}: still loading; the memory step waits for it ...")
+    await asyncio.to_thread(embedder.wait_loaded)
+    out(f"embedding model {embedder.model_name}: {embedder.status}")
 
 
 async def _converse(runner: Runner, session_id: str, turns: list[str], out: Callable[[str], None]) -> list[str]:

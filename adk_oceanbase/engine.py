@@ -52,8 +52,12 @@ class EmbeddedSeekdb:
                 return dict(entry[0].connection_options())
         try:
             import pylibseekdb
-        except ImportError as exc:  # pragma: no cover - dependency is mandatory
-            raise ConnectionFailedError("embedded mode needs the 'pylibseekdb' package") from exc
+        except ImportError as exc:  # a dependency on Linux only (the wheels are Linux-only)
+            raise ConfigurationError(
+                f"embedded seekdb ({db_dir}) needs the pylibseekdb package (Linux only: "
+                "pip install 'adk-oceanbase[embedded]'); elsewhere use oceanbase://user:pw@host:2881/db "
+                "or mysql+aiomysql://user:pw@host:3306/db"
+            ) from exc
         db_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
             inst = await asyncio.to_thread(pylibseekdb.open, str(db_dir))

@@ -44,7 +44,9 @@ __all__ = [
     "current_revision",
     "downgrade",
     "head_revision",
+    "history",
     "script_location",
+    "stamp",
     "upgrade",
 ]
 
@@ -108,19 +110,23 @@ async def downgrade(db: Database, revision: str) -> str | None:
     return await _migrate(db, command.downgrade, revision, "downgrade")
 
 
-async def create_if_new(db: Database) -> None:
+async def create_if_new(db: Database) -> bool:
     """Lazy auto-setup: creates the schema when no revision is recorded, then checks it.
 
     No revision means a new database or a first setup that died half-way;
     an existing older schema is left alone (``SchemaOutdatedError``), and
     one being migrated by another process right now is waited for.
+    Returns whether this call created (or finished creating) the schema.
     """
     await db.start()
     await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
+    created = False
     async with setup_lock.schema_lock(db):
         if await _recorded_revision(db) is None:
             await _run_alembic(db, command.upgrade, "head", "upgrade")
+            created = True
     await check_schema(db)
+    return created
 
 
 async def _migrate(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> str | None:
@@ -214,3 +220,20 @@ async def _our_tables(db: Database) -> list[str]:
                 f"(columns {sorted(columns)}): use another database, or rename that table"
             )
     return sorted(found)
+
+
+def history() -> list[tuple[str, str | None, str]]:
+    """Every revision this package ships, newest first: ``(revision, down_revision, first doc line)``."""
+    script = ScriptDirectory(str(script_location()))
+    return [
+        (rev.revision, rev.down_revision if isinstance(rev.down_revision, str) else None, (rev.doc or "").strip())
+        for rev in script.walk_revisions()
+    ]
+
+
+async def stamp(db: Database, revision: str) -> str | None:
+    """Records ``revision`` as current without running any migration (for a schema made by hand)."""
+    await db.start()
+    async with db.engine.begin() as conn:
+        await conn.run_sync(lambda sync: command.stamp(_alembic_config(db, sync), revision))
+    return await current_revision(db)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from adk_oceanbase import Config, ConnectionFailedError, OceanBaseSessionService
+from adk_oceanbase import Config, ConfigurationError, ConnectionFailedError, OceanBaseSessionService
 from adk_oceanbase.engine import Database, EmbeddedSeekdb
 
 
@@ -48,3 +50,13 @@ async def test_unreachable_server_is_a_typed_error_without_the_password():
     with pytest.raises(ConnectionFailedError) as info:
         await db.start()
     assert "s3cret" not in str(info.value) and "127.0.0.1" in str(info.value)
+
+
+async def test_embedded_url_without_pylibseekdb_says_what_to_do(tmp_path, monkeypatch):
+    """pylibseekdb is a Linux-only dependency now: elsewhere a seekdb:// URL must explain itself."""
+    monkeypatch.setitem(sys.modules, "pylibseekdb", None)  # what `import pylibseekdb` sees when it is absent
+    svc = OceanBaseSessionService(f"seekdb://{tmp_path}/db")
+    with pytest.raises(ConfigurationError) as err:
+        await svc.list_sessions(app_name="a")
+    assert all(w in str(err.value) for w in ("pylibseekdb", "Linux", "oceanbase://", "mysql+aiomysql://"))
+    await svc.close()

@@ -69,7 +69,7 @@ async def test_cli_upgrade_current_downgrade(fresh_url, capsys):
     assert f"at revision {migrations.head_revision()}" in capsys.readouterr().out
     assert await asyncio.to_thread(cli_main, ["db", "current", "--url", fresh_url]) == 0
     assert "head is" in capsys.readouterr().out
-    assert await asyncio.to_thread(cli_main, ["db", "downgrade", "base", "--url", fresh_url]) == 0
+    assert await asyncio.to_thread(cli_main, ["db", "downgrade", "base", "--yes", "--url", fresh_url]) == 0
     assert "at revision base" in capsys.readouterr().out
     assert await upgrade(fresh_url) == migrations.head_revision()
 

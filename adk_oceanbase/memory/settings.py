@@ -270,6 +270,17 @@ class MemorySettings:
     sweep_interval_s: float = 60.0
     """How often the worker looks for ``pending``/``failed`` rows no queue entry covers."""
 
+    background_start: bool = True
+    """On first use, start loading the embedding model and the worker that embeds rows other
+    processes left ``pending``/``failed``.  ``False`` leaves both to the first write, search or
+    ``flush()``: the CLI's read and maintenance commands (``stats``, ``memory delete``) must not
+    load a model or spend minutes embedding a backlog."""
+
+    model_wait_s: float = 30.0
+    """How long a search waits for an embedding model that is still loading (MiniLM: 8-15 s on a
+    small CPU, started in the background on first use); past it the search runs without the
+    semantic signal (full-text, recency, ... only) and logs a warning."""
+
     @property
     def frequency_norm(self) -> float:
         """``ln(1 + frequency_norm_count)``, the divisor of the frequency signal."""

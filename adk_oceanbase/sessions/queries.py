@@ -48,6 +48,7 @@ __all__ = [
     "select_sessions_page",
     "select_state_for_list",
     "select_user_state",
+    "session_stats",
 ]
 
 
@@ -316,3 +317,19 @@ def delete_session_state(app: str, user: str, sid: str) -> Delete:
 
 def delete_session(app: str, user: str, sid: str) -> Delete:
     return delete(S).where(_session_key(app, user, sid))
+
+
+def session_stats(app: str | None) -> Select:
+    """Per app: sessions, distinct users, events and tokens, from the session rows' counters (no event scan)."""
+    stmt = (
+        select(
+            S.c.app_name,
+            func.count().label("sessions"),
+            func.count(func.distinct(S.c.user_id)).label("users"),
+            func.coalesce(func.sum(S.c.event_count), 0).label("events"),
+            func.coalesce(func.sum(S.c.total_tokens), 0).label("tokens"),
+        )
+        .group_by(S.c.app_name)
+        .order_by(S.c.app_name)
+    )
+    return stmt if app is None else stmt.where(S.c.app_name == app)

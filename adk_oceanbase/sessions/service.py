@@ -119,11 +119,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_policy: Any = None,
         compaction_summarizer: Any = None,
         debug_archive: dbg.DebugArchiveSettings | None = None,
-        uri: str | None = None,
-        **_: Any,
     ):
-        # ADK's service registry passes uri=
-        self._bind_database(url or uri, config, database, engine, auto_setup)
+        self._bind_database(url, config, database, engine, auto_setup)
         self._counter = token_counter or EstimatingTokenCounter()
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
@@ -369,6 +366,20 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                 await conn.execute(gq.delete_debug_session(app, user, sid))
 
         await self._rerunnable_tx(delete)  # deleting twice is deleting once
+
+    async def stats(self, *, app_name: Optional[str] = None) -> list[dict[str, Any]]:
+        """Per app (or one app): ``sessions``, ``users``, ``events``, ``tokens``; what ``adk-oceanbase stats`` prints.
+
+        Read from the session rows' counters, so it costs one grouped scan of
+        ``agent_sessions``, never of the events.
+        """
+        app = codec.check_id("app_name", app_name) if app_name is not None else None
+
+        async def load(conn: AsyncConnection) -> list:
+            return (await conn.execute(q.session_stats(app))).all()
+
+        rows = await self._read(load)
+        return [{k: (v if k == "app_name" else int(v)) for k, v in r._mapping.items()} for r in rows]
 
     @traced
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
