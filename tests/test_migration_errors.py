@@ -63,7 +63,7 @@ async def test_a_revision_from_a_newer_release_is_named_not_migrated(db, fresh_u
     await run_sql(db, "UPDATE adk_oceanbase_version SET version_num = '0099'")
     with pytest.raises(SchemaOutdatedError, match="'0099', which this adk-oceanbase does not know"):
         await migrations.upgrade(db)
-    for argv in (["upgrade"], ["downgrade", "0001"]):
+    for argv in (["upgrade"], ["downgrade", "0001", "--yes"]):
         code, err = await cli(capsys, "db", *argv, "--url", fresh_url)
         assert code == 2 and "newer release?" in one_line(err)
     with pytest.raises(SchemaOutdatedError, match="does not know"):
@@ -74,7 +74,7 @@ async def test_a_revision_from_a_newer_release_is_named_not_migrated(db, fresh_u
 async def test_an_unknown_target_revision_is_a_one_line_error(db, fresh_url, capsys):
     with pytest.raises(ValidationError, match="'nope'"):
         await migrations.upgrade(db, "nope")
-    for argv in (["upgrade", "--revision", "nope"], ["downgrade", "nope"]):
+    for argv in (["upgrade", "--revision", "nope"], ["downgrade", "nope", "--yes"]):
         code, err = await cli(capsys, "db", *argv, "--url", fresh_url)
         assert code == 2 and "'nope'" in one_line(err)
 
