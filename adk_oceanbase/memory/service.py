@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -25,7 +26,7 @@ from typing_extensions import override
 from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
-from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
+from ..errors import DeadlockError, EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from . import search_sql as sq
@@ -140,7 +141,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return True
 
     async def reembed(self) -> int:
-        """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count."""
+        """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count.
+
+        Deleted memories (tombstones) stay deleted; the count includes
+        tombstones whose model was cleared.
+        """
         await self._db.start()
         async with self._db.engine.begin() as conn:
             stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
@@ -149,13 +154,21 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._engine()
         return int(res.rowcount or 0)
 
+    async def retry_failed_embeddings(self) -> int:
+        """Gives memories whose embedding failed ``max_row_attempts`` rounds fresh rounds; returns how many.
+
+        Such rows are otherwise left alone (full-text search still finds them).
+        """
+        await self._engine()
+        return await self._vectorizer.retry_failed()
+
     async def flush(self) -> None:
         """Waits until every memory written so far has its embedding (or was marked failed)."""
         await self._engine()
         await self._vectorizer.flush()
 
     async def close(self) -> None:
-        """Drains the embedding queue, then releases the database if this service created it."""
+        """Drains the embedding queue (at most ``close_timeout_s``), then releases the database if this service created it."""
         try:
             await self._vectorizer.close()
         finally:
@@ -260,7 +273,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not exchanges:
             return []
         keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]
-        stmt, params = q.existing_ids(keys)
+        stmt, params = q.existing_ids(app, user, keys)
         async with (await self._engine()).connect() as conn:
             done = {r[0] for r in (await conn.execute(stmt, params)).all()}
         drafts: list[MemoryDraft] = []
@@ -274,12 +287,26 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return drafts
 
     async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
+        """Writes drafts in one transaction, again when a concurrent writer of the same memories won.
+
+        Two ``add_session_to_memory`` calls for overlapping sessions insert
+        the same ids: the loser gets a duplicate key (OceanBase, after the
+        winner commits) or a deadlock (MySQL's gap locks); run again, it sees
+        the winner's rows and skips or merges into them.
+        """
         if not drafts:
             return []
         self._learn_authors(app, user, drafts)
-        async with self._tx() as conn:
-            new_ids = await write_drafts(conn, app, user, drafts, _now())
-        self._vectorizer.submit(new_ids)
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                async with self._tx() as conn:
+                    new_ids = await write_drafts(conn, app, user, drafts, _now())
+                break
+            except (DBAPIError, DeadlockError) as exc:
+                if attempt == _WRITE_ATTEMPTS or not _lost_write_race(exc):
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))
+        self._vectorizer.submit((app, user, mid) for mid in new_ids)
         return new_ids
 
     @override
@@ -379,7 +406,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 else:
                     hits = await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
                 if hits and (s.bump_access if bump_access is None else bump_access):
-                    stmt, params = q.bump_access([h.memory_id for h in hits], now)
+                    stmt, params = q.bump_access(app, user, [h.memory_id for h in hits], now)
                     await conn.execute(stmt, params)
                     await conn.commit()
         except DBAPIError as exc:
@@ -484,6 +511,13 @@ class _UserProfile:
 
 
 _OB_INTERNAL_ERROR = 4016
+_WRITE_ATTEMPTS = 8
+_RACE_CODES = {1062, 1213}  # duplicate key, deadlock victim
+
+
+def _lost_write_race(exc: BaseException) -> bool:
+    """True when a memory write lost to a concurrent writer of the same rows (worth running again)."""
+    return driver_error_code(exc) in _RACE_CODES or driver_error_code(exc.__cause__ or exc) in _RACE_CODES
 
 
 async def _read_retrying_internal_error(conn: Any, stmt: Any, params: dict[str, Any]) -> list[Any]:
