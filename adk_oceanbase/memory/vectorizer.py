@@ -76,7 +76,8 @@ class Vectorizer:
         # Claims taken and not settled yet: close() gives them back when it stops a round midway.
         self._claims: dict[str, list[MemoryKey]] = {}
         self.stats: dict[str, int] = defaultdict(int)
-        """Counters: ``embedded``, ``merged``, ``failed_attempts``, ``failed_batches``, ``dropped_to_backlog``."""
+        """Counters: ``embedded``, ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
+        that failed for some rows), ``dropped_to_backlog``."""
 
     # ----------------------------------------------------------- lifecycle
     def _ensure_started(self) -> asyncio.Queue[MemoryKey]:
@@ -148,6 +149,8 @@ class Vectorizer:
 
     async def _give_back_claims(self) -> None:
         claims, self._claims = self._claims, {}
+        if not claims:
+            return
         try:
             async with self._db.engine.begin() as conn:
                 for claim, keys in claims.items():
@@ -271,20 +274,24 @@ class Vectorizer:
     async def _process(self, batch: list[MemoryKey]) -> None:
         claim = uuid.uuid4().hex
         self._claims[claim] = list(batch)
-        rows = await self._claim(batch, claim)
         try:
+            rows = await self._claim(batch, claim)
             if rows:
-                done, vecs, failed = await self._embed_rows(rows)
-                if done:
-                    await self._store(done, vecs, _now(), claim)
-                await self._mark_failed(failed, claim)
+                await self._embed_and_store(rows, claim)
+        finally:
+            if not self._closing:  # a round cancelled by close() is given back there
+                del self._claims[claim]
+
+    async def _embed_and_store(self, rows: list[Any], claim: str) -> None:
+        try:
+            done, vecs, failed = await self._embed_rows(rows)
+            if done:
+                await self._store(done, vecs, _now(), claim)
         except Exception:
             # A store that keeps failing must not loop forever either: it costs the rows a round.
             await self._mark_failed(rows, claim)
             raise
-        finally:
-            if not self._closing:
-                del self._claims[claim]
+        await self._mark_failed(failed, claim)
 
     async def _embed_rows(self, rows: list[Any]) -> tuple[list[Any], np.ndarray, list[Any]]:
         """``(embedded rows, their vectors, rows that failed)``: the batch, else each row alone once.
