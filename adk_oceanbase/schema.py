@@ -175,7 +175,8 @@ agent_memories = Table(
     Column("embedding", Vector(DEFAULT_EMBEDDING_DIM), nullable=True),
     Column("embedding_model", String(128), nullable=True),
     Column("embedding_dim", Integer, nullable=True),
-    # pending -> ready (embedded) | failed (gave up after retries; picked up again later)
+    # pending -> embedding (claimed by a vectorizer) -> ready | pending (attempt failed) |
+    # failed (MemorySettings.max_row_attempts failed rounds: left alone until retry_failed()); deleted = tombstone
     Column("embed_status", String(16), nullable=False, server_default="pending"),
     Column("embed_attempts", Integer, nullable=False, server_default="0"),
     Column("extractor", String(64), nullable=True),  # e.g. 'turn:v1', 'llm:v1', 'manual'
@@ -186,11 +187,16 @@ agent_memories = Table(
     Column("search_text", LONGTEXT, nullable=True),
     # A turn's position in its session (the event's seq): neighbours for the context signal (0006).
     Column("turn_pos", BigInteger, nullable=True),
+    # The vectorizer's claim on a row (status 'embedding'): a token and when it was taken; a claim
+    # older than MemorySettings.claim_lease_s belongs to a dead process and is taken over (0007).
+    Column("embed_claim", String(32, **_KEY), nullable=True),
+    Column("embed_claimed_at", _ts(), nullable=True),
     # Poisoning guards (migration 0011): a tainted memory, or one below
     # MemorySettings.min_confidence, is never returned by search nor injected.
     Column("tainted", SmallInteger, nullable=False, server_default="0"),
     Column("confidence", Float, nullable=False, server_default="1"),
-    PrimaryKeyConstraint("memory_id", name="pk_agent_memories"),
+    # Ids are the caller's (add_memory) or derived per tenant: unique per app and user only (0007).
+    PrimaryKeyConstraint("app_name", "user_id", "memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
     Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),
     Index("ix_memories_embed_status", "embed_status", "updated_at"),

@@ -35,7 +35,7 @@ async def test_two_services_on_one_embedded_directory_share_one_seekdb(tmp_path)
     try:
         s = await a.create_session(app_name="x", user_id="u")
         assert (await b.get_session(app_name="x", user_id="u", session_id=s.id)) is not None
-        assert list(EmbeddedSeekdb._instances.values())[0][1] == 2  # one process, two references
+        assert list(EmbeddedSeekdb._instances.values())[0].refs == 2  # one process, two references
         await a.close()
         # b still works after a released its reference
         assert (await b.get_session(app_name="x", user_id="u", session_id=s.id)) is not None

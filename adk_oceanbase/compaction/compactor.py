@@ -202,6 +202,10 @@ class BackgroundCompactor:
         >>> bg = BackgroundCompactor(service, TokenThresholdPolicy())  # doctest: +SKIP
         >>> bg.schedule(app_name="app", user_id="u", session_id=s.id)  # after a turn
         >>> await bg.close()  # drains the queue
+
+    Args:
+        close_timeout_s: how long ``close()`` waits for queued sessions; a
+            summarizer (an LLM call) that hangs is cancelled after it.
     """
 
     def __init__(
@@ -209,8 +213,11 @@ class BackgroundCompactor:
         service: "OceanBaseSessionService",
         policy: CompactionPolicy,
         summarizer: Optional[BaseEventsSummarizer] = None,
+        *,
+        close_timeout_s: float = 30.0,
     ):
         self._service, self._policy, self._summarizer = service, policy, summarizer
+        self._close_timeout_s = close_timeout_s
         self._queue: asyncio.Queue[tuple[str, str, str] | None] = asyncio.Queue()
         self._pending: set[tuple[str, str, str]] = set()
         self._task: asyncio.Task | None = None
@@ -243,9 +250,23 @@ class BackgroundCompactor:
         """Waits until every scheduled session has been processed."""
         await self._queue.join()
 
-    async def close(self) -> None:
-        """Drains the queue and stops the worker."""
-        if self._task is not None:
-            await self._queue.put(None)
-            await self._task
-            self._task = None
+    async def close(self, timeout: float | None = None) -> None:
+        """Drains the queue for at most ``timeout`` seconds (``close_timeout_s``), then stops the worker.
+
+        A compaction cut short rolls back (each is one transaction); sessions
+        still queued stay as they are until something schedules them again.
+        """
+        if self._task is None:
+            return
+        limit = self._close_timeout_s if timeout is None else timeout
+        await self._queue.put(None)
+        try:
+            await asyncio.wait_for(asyncio.shield(self._task), limit)
+        except (asyncio.TimeoutError, TimeoutError):
+            logger.warning("background compaction still busy after %.1f s at close; cancelled", limit)
+            self._task.cancel()
+            try:
+                await self._task
+            except asyncio.CancelledError:
+                pass
+        self._task = None

@@ -95,7 +95,7 @@ async def write_drafts(
     """Inserts drafts with idempotency and exact-duplicate merging; returns ids of new rows."""
     if not drafts:
         return []
-    stmt, params = q.existing_ids([d.memory_id for d in drafts])
+    stmt, params = q.existing_ids(app_name, user_id, [d.memory_id for d in drafts])
     present = {r[0] for r in (await conn.execute(stmt, params)).all()}
     # Duplicates inside the batch collapse onto the first draft of each hash.
     by_hash: dict[str, MemoryDraft] = {}
@@ -126,6 +126,8 @@ async def write_drafts(
             r = live[0]
             merges.append(
                 {
+                    "app": app_name,
+                    "user": user_id,
                     "memory_id": r.memory_id,
                     "event_ids": json.dumps(_union(_loads(r.event_ids), d.event_ids)),
                     "topics": json.dumps(_union(_loads(r.topics), d.topics)),
@@ -272,6 +274,8 @@ async def merge_near_duplicates(
         await conn.execute(stmt, params)
     updates = [
         {
+            "app": app_name,
+            "user": user_id,
             "memory_id": n.memory_id,
             "event_ids": json.dumps(n.event_ids),
             "topics": json.dumps(n.topics),

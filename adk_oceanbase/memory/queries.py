@@ -19,13 +19,16 @@ __all__ = [
     "ROW_COLUMNS",
     "T",
     "bump_access",
-    "claim_rows_for_embedding",
+    "claim_for_embedding",
+    "claimed_rows",
     "delete_memory",
     "embedding_models_in_use",
     "existing_ids",
     "find_by_hashes",
     "insert_memory",
     "mark_embed_failed",
+    "release_claims",
+    "retry_failed",
     "merge_into",
     "near_duplicate_candidates",
     "naive_utc",
@@ -77,12 +80,13 @@ def naive_utc(ts: datetime) -> datetime:
     return ts
 
 
-def bump_access(memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, dict[str, Any]]:
+def bump_access(app_name: str, user_id: str, memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, dict[str, Any]]:
     """ONE statement bumping ``access_count``/``last_accessed_at`` of every returned row."""
     stmt = text(
-        f"UPDATE {T} SET access_count = access_count + 1, last_accessed_at = :now WHERE memory_id IN :ids"
+        f"UPDATE {T} SET access_count = access_count + 1, last_accessed_at = :now "
+        "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True))
-    return stmt, {"now": now, "ids": list(memory_ids)}
+    return stmt, {"now": now, "app": app_name, "user": user_id, "ids": list(memory_ids)}
 
 
 def insert_memory() -> TextClause:
@@ -114,10 +118,15 @@ def last_turn_pos(app_name: str, user_id: str, session_id: str) -> tuple[TextCla
     return stmt, {"app": app_name, "user": user_id, "sid": session_id}
 
 
-def existing_ids(memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
-    """Which of these ids are stored already (tombstones included): the idempotency check."""
-    stmt = text(f"SELECT memory_id FROM {T} WHERE memory_id IN :ids").bindparams(bindparam("ids", expanding=True))
-    return stmt, {"ids": list(memory_ids)}
+def existing_ids(app_name: str, user_id: str, memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+    """Which of these ids the user has stored already (tombstones included): the idempotency check.
+
+    Ids are per (app, user): another user's row with the same id neither blocks nor shows here.
+    """
+    stmt = text(
+        f"SELECT memory_id FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids)}
 
 
 def find_by_hashes(app_name: str, user_id: str, hashes: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
@@ -131,10 +140,10 @@ def find_by_hashes(app_name: str, user_id: str, hashes: Sequence[str]) -> tuple[
 
 
 def merge_into() -> TextClause:
-    """Writes merged provenance (event ids, topics, importance) onto the surviving row."""
+    """Writes merged provenance (event ids, topics, importance) onto the surviving row (params carry app, user)."""
     return text(
         f"UPDATE {T} SET event_ids = :event_ids, topics = :topics, importance_score = :importance_score, "
-        "updated_at = :now WHERE memory_id = :memory_id"
+        "updated_at = :now WHERE app_name = :app AND user_id = :user AND memory_id = :memory_id"
     )
 
 
@@ -154,45 +163,106 @@ def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
     the user deleted (ADK's in-memory service behaves the same way).
     """
     stmt = text(
-        f"UPDATE {T} SET content = '', search_text = NULL, embedding = NULL, topics = NULL, custom_metadata = NULL, "
-        "embed_status = 'deleted', updated_at = :now WHERE app_name = :app AND user_id = :user "
+        f"UPDATE {T} SET content = '', search_text = NULL, embedding = NULL, embedding_model = NULL, "
+        "embedding_dim = NULL, topics = NULL, custom_metadata = NULL, embed_status = 'deleted', embed_claim = NULL, "
+        "embed_claimed_at = NULL, updated_at = :now WHERE app_name = :app AND user_id = :user "
         "AND memory_id = :id AND embed_status <> 'deleted'"
     )
     return stmt, {"now": now, "app": app_name, "user": user_id, "id": memory_id}
 
 
-def claim_rows_for_embedding(memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
-    """Rows of this batch that still need a vector, with what the embedded text is built from."""
+def claim_for_embedding(
+    app_name: str, user_id: str, memory_ids: Sequence[str], claim: str, now: datetime, stale_before: datetime
+) -> tuple[TextClause, dict[str, Any]]:
+    """Claims the user's rows of a batch for one vectorizer: ``pending`` ones, or claims older than the lease.
+
+    A conditional UPDATE, so of two processes racing for a row exactly one
+    matches it (the row lock orders them; the loser re-reads ``embedding``).
+    The claimer reads its rows back with :func:`claimed_rows`.
+    """
+    stmt = text(
+        f"UPDATE {T} SET embed_status = 'embedding', embed_claim = :claim, embed_claimed_at = :now "
+        "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND (embed_status = 'pending' OR (embed_status = 'embedding' AND embed_claimed_at < :stale))"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"claim": claim, "now": now, "stale": stale_before, "app": app_name, "user": user_id,
+                  "ids": list(memory_ids)}
+
+
+def claimed_rows(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
+    """The rows this claim holds, with what the embedded text is built from."""
     stmt = text(
         f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score, "
-        f"extractor FROM {T} WHERE memory_id IN :ids AND embed_status IN ('pending', 'failed')"
+        f"extractor FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_status = 'embedding' AND embed_claim = :claim"
     ).bindparams(bindparam("ids", expanding=True))
-    return stmt, {"ids": list(memory_ids)}
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
 
 
-def sweep_unembedded(limit: int, *, include_failed: bool) -> tuple[TextClause, dict[str, Any]]:
-    """Ids of rows left ``pending`` (crash, full queue) and optionally ``failed`` (embedder outage), oldest first."""
-    statuses = "('pending', 'failed')" if include_failed else "('pending')"
-    stmt = text(f"SELECT memory_id FROM {T} WHERE embed_status IN {statuses} ORDER BY updated_at LIMIT :lim")
-    return stmt, {"lim": limit}
+def sweep_unembedded(limit: int, *, retry_before: datetime, stale_before: datetime) -> tuple[TextClause, dict[str, Any]]:
+    """Keys of rows to embed, oldest first: ``pending`` ones and claims of a dead process.
+
+    A row whose last round failed (``embed_attempts > 0``) waits until its
+    ``updated_at`` is before ``retry_before``; a claim is taken over once it
+    was made before ``stale_before``.  ``failed`` rows (``max_row_attempts``
+    used up) are never swept: :func:`retry_failed` brings them back.
+    """
+    stmt = text(
+        f"SELECT app_name, user_id, memory_id FROM {T} "
+        "WHERE (embed_status = 'pending' AND (embed_attempts = 0 OR updated_at < :retry)) "
+        "OR (embed_status = 'embedding' AND embed_claimed_at < :stale) ORDER BY updated_at LIMIT :lim"
+    )
+    return stmt, {"lim": limit, "retry": retry_before, "stale": stale_before}
 
 
 def set_embedding() -> TextClause:
-    """Stores one row's vector and flips it to ``ready`` in the same UPDATE: never half-made."""
+    """Stores one claimed row's vector and flips it to ``ready`` in the same UPDATE: never half-made.
+
+    Only while the claim still holds: a row deleted meanwhile (tombstone) or
+    taken over after the lease expired is left alone.
+    """
     return text(
         f"UPDATE {T} SET embedding = :embedding, embedding_model = :model, embedding_dim = :dim, "
-        "embed_status = 'ready', updated_at = :now WHERE memory_id = :memory_id "
-        "AND embed_status IN ('pending', 'failed')"
+        "embed_status = 'ready', embed_claim = NULL, embed_claimed_at = NULL, updated_at = :now "
+        "WHERE app_name = :app AND user_id = :user AND memory_id = :memory_id "
+        "AND embed_status = 'embedding' AND embed_claim = :claim"
     )
 
 
-def mark_embed_failed(memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, dict[str, Any]]:
-    """Counts a failed attempt; status ``failed`` rows are retried by the sweep."""
+def mark_embed_failed(
+    app_name: str, user_id: str, memory_ids: Sequence[str], claim: str, now: datetime, max_attempts: int
+) -> tuple[TextClause, dict[str, Any]]:
+    """Counts a failed round: back to ``pending`` for a later sweep, or ``failed`` once ``max_attempts`` are used.
+
+    The status is computed first, from the old count: MySQL evaluates SET
+    assignments left to right with the new values, other engines may not.
+    """
     stmt = text(
-        f"UPDATE {T} SET embed_status = 'failed', embed_attempts = embed_attempts + 1, updated_at = :now "
-        "WHERE memory_id IN :ids AND embed_status IN ('pending', 'failed')"
+        f"UPDATE {T} SET embed_status = CASE WHEN embed_attempts + 1 >= :max THEN 'failed' ELSE 'pending' END, "
+        "embed_attempts = embed_attempts + 1, embed_claim = NULL, embed_claimed_at = NULL, updated_at = :now "
+        "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_status = 'embedding' AND embed_claim = :claim"
     ).bindparams(bindparam("ids", expanding=True))
-    return stmt, {"now": now, "ids": list(memory_ids)}
+    return stmt, {"max": int(max_attempts), "now": now, "app": app_name, "user": user_id, "ids": list(memory_ids),
+                  "claim": claim}
+
+
+def release_claims(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
+    """Gives claimed rows back as ``pending`` without counting an attempt (the vectorizer is closing)."""
+    stmt = text(
+        f"UPDATE {T} SET embed_status = 'pending', embed_claim = NULL, embed_claimed_at = NULL "
+        "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_status = 'embedding' AND embed_claim = :claim"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
+
+
+def retry_failed(now: datetime) -> tuple[TextClause, dict[str, Any]]:
+    """Puts every ``failed`` row back to ``pending`` with a fresh attempt count (an explicit request)."""
+    stmt = text(
+        f"UPDATE {T} SET embed_status = 'pending', embed_attempts = 0, updated_at = :now WHERE embed_status = 'failed'"
+    )
+    return stmt, {"now": now}
 
 
 def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, model: str):
@@ -221,15 +291,20 @@ def embedding_models_in_use() -> TextClause:
     """Distinct (model, dim) pairs of embedded rows: refuse to mix models silently."""
     return text(
         f"SELECT embedding_model, embedding_dim, COUNT(*) FROM {T} WHERE embedding_model IS NOT NULL "
-        "GROUP BY embedding_model, embedding_dim"
+        "AND embed_status <> 'deleted' GROUP BY embedding_model, embedding_dim"
     )
 
 
 def reset_other_models(model: str, dim: int, now: datetime) -> tuple[TextClause, dict[str, Any]]:
-    """Clears vectors made by another model so the vectorizer re-embeds them (``service.reembed()``)."""
+    """Clears vectors made by another model so the vectorizer re-embeds them (``service.reembed()``).
+
+    Tombstones stay tombstones: their model is cleared (tombstones written
+    before revision 0007 kept it) but they never become ``pending`` again.
+    """
     stmt = text(
-        f"UPDATE {T} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, embed_status = 'pending', "
-        "updated_at = :now WHERE embedding_model <> :m OR embedding_dim <> :d"
+        f"UPDATE {T} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, "
+        "embed_status = CASE WHEN embed_status = 'deleted' THEN 'deleted' ELSE 'pending' END, embed_attempts = 0, "
+        "embed_claim = NULL, embed_claimed_at = NULL, updated_at = :now WHERE embedding_model <> :m OR embedding_dim <> :d"
     )
     return stmt, {"now": now, "m": model, "d": dim}
 

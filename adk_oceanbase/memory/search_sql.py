@@ -180,9 +180,10 @@ def hybrid_search(
         if fulltext_overfetch:
             params["over"] = int(fulltext_overfetch)
             ctes.append(
-                f"ft AS (SELECT f.memory_id, g.fts FROM (SELECT x.memory_id, MATCH(x.search_text) AGAINST(:qtext) AS fts "
-                f"FROM {T} x WHERE MATCH(x.search_text) AGAINST(:qtext) ORDER BY fts DESC LIMIT :over) g "
-                f"JOIN {T} f ON f.memory_id = g.memory_id WHERE {where} ORDER BY g.fts DESC, f.memory_id LIMIT :pool)"
+                f"ft AS (SELECT f.memory_id, g.fts FROM (SELECT x.app_name, x.user_id, x.memory_id, "
+                f"MATCH(x.search_text) AGAINST(:qtext) AS fts FROM {T} x WHERE MATCH(x.search_text) AGAINST(:qtext) "
+                f"ORDER BY fts DESC LIMIT :over) g JOIN {T} f ON f.app_name = g.app_name AND f.user_id = g.user_id "
+                f"AND f.memory_id = g.memory_id WHERE {where} ORDER BY g.fts DESC, f.memory_id LIMIT :pool)"
             )
         else:
             ctes.append(
@@ -218,7 +219,7 @@ def hybrid_search(
   FROM (
     SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts,
       {in_ft} AS in_ft, {_is_fact("m")} AS is_fact
-    FROM cand c JOIN {T} m ON m.memory_id = c.memory_id {ft_join}
+    FROM cand c JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id {ft_join}
   ) r
 )""")
     if weights.version and query_vector is not None and settings.version_pool > 1:
@@ -267,7 +268,8 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     return [
         f"vtop AS (SELECT /*+ LEADING(g e) USE_NL(e) */ g.memory_id, g.sem_raw, g.ft, e.embedding FROM "
         f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 "
-        f"ORDER BY :w_sem * sem + :w_ft * ft DESC, memory_id LIMIT :vpool) g JOIN {T} e ON e.memory_id = g.memory_id)",
+        f"ORDER BY :w_sem * sem + :w_ft * ft DESC, memory_id LIMIT :vpool) g "
+        f"JOIN {T} e ON e.app_name = :app AND e.user_id = :user AND e.memory_id = g.memory_id)",
         "ver AS (SELECT a.memory_id, MAX(b.ft) - a.ft AS gain FROM vtop a "
         "JOIN vtop b ON b.ft > a.ft AND ABS(a.sem_raw - b.sem_raw) <= :vband "
         "WHERE cosine_distance(a.embedding, b.embedding) <= :vdist GROUP BY a.memory_id, a.ft)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -26,6 +27,8 @@ from .._lifecycle import DatabaseService
 from ..config import Config
 from ..engine import Database
 from ..errors import (
+    DeadlockError,
+    DuplicateKeyError,
     EmbeddingModelMismatchError,
     MemoryTooLongError,
     ValidationError,
@@ -156,7 +159,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     @traced
     async def reembed(self) -> int:
-        """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count."""
+        """Marks rows embedded by another model as pending; the vectorizer re-embeds them. Returns the count.
+
+        Deleted memories (tombstones) stay deleted; the count includes
+        tombstones whose model was cleared.
+        """
         await self._db.start()
         async with self._db.engine.begin() as conn:
             stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
@@ -173,12 +180,23 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         """
         app = check_id("app_name", app_name) if app_name is not None else None
         stmt, params = q.memory_stats(app)
-        async with (await self._engine()).connect() as conn:
-            rows = (await conn.execute(stmt, params)).all()
+
+        async def load(conn: AsyncConnection) -> list:
+            return (await conn.execute(stmt, params)).all()
+
+        rows = await self._read(load)
         out: dict[str, dict[str, int]] = {}
         for app_row, status, n in rows:
             out.setdefault(app_row, {})[status] = int(n)
         return out
+
+    async def retry_failed_embeddings(self) -> int:
+        """Gives memories whose embedding failed ``max_row_attempts`` rounds fresh rounds; returns how many.
+
+        Such rows are otherwise left alone (full-text search still finds them).
+        """
+        await self._engine()
+        return await self._vectorizer.retry_failed()
 
     async def flush(self) -> None:
         """Waits until every memory written so far has its embedding (or was marked failed)."""
@@ -186,7 +204,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._vectorizer.flush()
 
     async def close(self) -> None:
-        """Drains the embedding queue, then releases the database if this service created it."""
+        """Drains the embedding queue (at most ``close_timeout_s``), then releases the database if this service created it."""
         try:
             await self._vectorizer.close()
         finally:
@@ -310,7 +328,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not exchanges:
             return []
         keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]
-        stmt, params = q.existing_ids(keys)
+        stmt, params = q.existing_ids(app, user, keys)
 
         async def load(conn: AsyncConnection) -> set[str]:
             return {r[0] for r in (await conn.execute(stmt, params)).all()}
@@ -327,6 +345,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return drafts
 
     async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
+        """Writes drafts in one transaction, again when a concurrent writer of the same memories won.
+
+        Two ``add_session_to_memory`` calls for overlapping sessions insert
+        the same ids: the loser gets a duplicate key (OceanBase, after the
+        winner commits) or a deadlock (MySQL's gap locks); run again, it sees
+        the winner's rows and skips or merges into them.
+        """
         if not drafts:
             return []
         self._learn_authors(app, user, drafts)
@@ -338,12 +363,20 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 return None
             return await write_drafts(conn, app, user, drafts, now)
 
-        # Idempotent (known ids are skipped), so a deadlock victim or a lost connection re-runs it.
-        new_ids = await self._rerunnable_tx(write)
+        # Idempotent (known ids are skipped): a deadlock victim or a lost connection re-runs it
+        # (_rerunnable_tx), and so does a write that lost a race for the same new rows (1062).
+        for attempt in range(1, _WRITE_ATTEMPTS + 1):
+            try:
+                new_ids = await self._rerunnable_tx(write)
+                break
+            except (DuplicateKeyError, DeadlockError):
+                if attempt == _WRITE_ATTEMPTS:
+                    raise
+                await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))
         if new_ids is None:
             logger.debug("memory opt-out: %d memory draft(s) not stored", len(drafts))
             return []
-        self._vectorizer.submit(new_ids)
+        self._vectorizer.submit((app, user, mid) for mid in new_ids)
         return new_ids
 
     @override
@@ -527,7 +560,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         hits = await self._read(rank)
         if hits and (s.bump_access if bump_access is None else bump_access):
             # Its own transaction: a re-run read must not count its hits twice.
-            stmt, params = q.bump_access([h.memory_id for h in hits], now)
+            stmt, params = q.bump_access(app, user, [h.memory_id for h in hits], now)
             async with self._tx() as conn:
                 await conn.execute(stmt, params)
         return hits
@@ -652,6 +685,8 @@ class _UserProfile:
 
 
 _OB_INTERNAL_ERROR = 4016
+_WRITE_ATTEMPTS = 8
+"""Runs of a memory write that keeps losing races with concurrent writers of the same rows (1062, 1213)."""
 
 
 async def _read_retrying_internal_error(conn: Any, stmt: Any, params: dict[str, Any]) -> list[Any]:

@@ -262,13 +262,30 @@ class MemorySettings:
     """How long the worker waits to fill a batch after the first id arrives."""
 
     max_attempts: int = 4
-    """Embedding attempts per batch before its rows are marked ``failed`` (swept again later)."""
+    """Embedding calls per batch (one round) before the round counts as failed for its rows."""
 
     retry_base_s: float = 0.2
     """First retry delay; doubles per attempt."""
 
+    max_row_attempts: int = 5
+    """Failed rounds after which a row is marked ``failed`` and left alone (no sweep retries it);
+    ``service.retry_failed_embeddings()`` puts such rows back.  Rounds are ``retry_interval_s`` apart,
+    so the default rides out a few minutes of embedder outage but never loops on a row that cannot be embedded."""
+
+    retry_interval_s: float = 60.0
+    """How long a row whose round failed waits before the sweep gives it the next round."""
+
+    claim_lease_s: float = 600.0
+    """How long a vectorizer's claim on the rows it embeds holds.  Two processes never embed the same
+    row; a claim older than this belongs to a process that died, and another vectorizer takes it over.
+    Keep it above one round (``max_attempts`` calls plus their retry delays)."""
+
+    close_timeout_s: float = 30.0
+    """How long ``close()`` waits for queued rows to be embedded; what is left stays ``pending`` for the
+    next process's sweep, so close returns in time even when the embedder hangs."""
+
     sweep_interval_s: float = 60.0
-    """How often the worker looks for ``pending``/``failed`` rows no queue entry covers."""
+    """How often the worker looks for ``pending`` rows no queue entry covers and for expired claims."""
 
     background_start: bool = True
     """On first use, start loading the embedding model and the worker that embeds rows other

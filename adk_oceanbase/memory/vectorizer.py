@@ -1,11 +1,19 @@
-"""Background embedding: a bounded queue, batches, retries, and a sweep so no row is ever lost.
+"""Background embedding: a bounded queue, claimed batches, bounded retries, and a sweep so no row is ever lost.
 
 ``add_*`` returns once the memory row is committed with ``embed_status =
-'pending'``; its id is handed to :meth:`Vectorizer.submit`, which never
-blocks.  When the in-process queue is full (backpressure), the id is simply
-not queued: the row is still ``pending`` in the database, and the sweep finds
-it once the queue has room.  The same sweep runs at start (rows left pending
-by a crash) and every ``sweep_interval_s`` (rows whose embedding ``failed``).
+'pending'``; its key ``(app_name, user_id, memory_id)`` is handed to
+:meth:`Vectorizer.submit`, which never blocks.  When the in-process queue is
+full (backpressure), the key is simply not queued: the row is still
+``pending`` in the database, and the sweep finds it once the queue has room.
+The same sweep runs at start (rows left pending by a crash) and every
+``sweep_interval_s``.
+
+Before embedding, a batch is *claimed* (``embed_status = 'embedding'`` plus a
+token, one conditional UPDATE): two vectorizers (two processes on one
+database) never embed the same row, and a claim older than
+``claim_lease_s`` (its process died) is taken over.  A failed round puts its
+rows back to ``pending`` for another round ``retry_interval_s`` later;
+after ``max_row_attempts`` rounds a row is ``failed`` and left alone.
 
 The model call runs in a worker thread; the vector and ``embed_status =
 'ready'`` are written by one UPDATE, so search never sees a half-made row.
@@ -15,9 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from collections import defaultdict
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Sequence
 
 import numpy as np
 
@@ -28,9 +37,12 @@ from .embedding import Embedder
 from .extraction import embedding_text
 from .settings import MemorySettings
 
-__all__ = ["Vectorizer"]
+__all__ = ["MemoryKey", "Vectorizer"]
 
 logger = logging.getLogger(__name__)
+
+MemoryKey = tuple[str, str, str]
+"""``(app_name, user_id, memory_id)``: memory ids are unique per app and user only."""
 
 
 def _now() -> datetime:
@@ -50,8 +62,8 @@ class Vectorizer:
         self._db = db
         self._embedder = embedder
         self._settings = settings
-        self._queue: asyncio.Queue[str] | None = None
-        self._queued: set[str] = set()
+        self._queue: asyncio.Queue[MemoryKey] | None = None
+        self._queued: set[MemoryKey] = set()
         self._task: asyncio.Task[None] | None = None
         self._backlog = True  # rows pending from before we started: sweep once
         self._sweep_lock: asyncio.Lock | None = None
@@ -61,8 +73,11 @@ class Vectorizer:
         # clear the backlog flag.
         self._overflows = 0
         self._closing = False
+        # Claims taken and not settled yet: close() gives them back when it stops a round midway.
+        self._claims: dict[str, list[MemoryKey]] = {}
         self.stats: dict[str, int] = defaultdict(int)
-        """Counters: ``embedded``, ``merged``, ``failed_attempts``, ``failed_batches``, ``dropped_to_backlog``."""
+        """Counters: ``embedded``, ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
+        that failed for some rows), ``dropped_to_backlog``."""
 
     @property
     def queue_depth(self) -> int:
@@ -70,7 +85,7 @@ class Vectorizer:
         return self._queue.qsize() if self._queue is not None else 0
 
     # ----------------------------------------------------------- lifecycle
-    def _ensure_started(self) -> asyncio.Queue[str]:
+    def _ensure_started(self) -> asyncio.Queue[MemoryKey]:
         if self._queue is None:
             self._queue = asyncio.Queue(maxsize=self._settings.queue_size)
             self._sweep_lock = asyncio.Lock()
@@ -80,22 +95,27 @@ class Vectorizer:
             self._task = asyncio.get_running_loop().create_task(self._run(), name="adk-oceanbase-vectorizer")
         return self._queue
 
-    def submit(self, memory_ids: Iterable[str]) -> None:
-        """Queues ids for embedding without ever waiting; overflow stays pending for the sweep."""
+    def submit(self, keys: Iterable[MemoryKey]) -> None:
+        """Queues ``(app_name, user_id, memory_id)`` keys without ever waiting; overflow stays pending for the sweep."""
         queue = self._ensure_started()
-        for mid in memory_ids:
-            if mid in self._queued:
+        for key in keys:
+            if key in self._queued:
                 continue
             try:
-                queue.put_nowait(mid)
-                self._queued.add(mid)
+                queue.put_nowait(key)
+                self._queued.add(key)
             except asyncio.QueueFull:
                 self._backlog = True
                 self._overflows += 1
                 self.stats["dropped_to_backlog"] += 1
 
     async def flush(self) -> None:
-        """Waits until every submitted or pending row has been embedded (or marked failed)."""
+        """Waits until every submitted or pending row has had its embedding round.
+
+        Rows whose round failed wait ``retry_interval_s`` for the next one and
+        do not hold flush up meanwhile; rows another process has claimed are
+        that process's to embed.
+        """
         queue = self._ensure_started()
         assert self._initial_sweep is not None
         await self._initial_sweep.wait()
@@ -103,16 +123,25 @@ class Vectorizer:
             await queue.join()
             if not self._backlog:
                 return
-            # Queues what the backlog holds; the next join() waits for it.  Ends:
-            # the flag is only kept while at least a queue's worth is pending.
-            await self._sweep(include_failed=False)
+            # Queues what the backlog holds; the next join() waits for it.  Ends: the flag
+            # is only kept while at least a queue's worth is pending, or a round failed
+            # (rows then run out of rounds or wait out retry_interval_s unswept).
+            await self._sweep()
 
-    async def close(self) -> None:
-        """Drains the queue, then stops the worker."""
+    async def close(self, timeout: float | None = None) -> None:
+        """Drains the queue for at most ``timeout`` seconds (``close_timeout_s``), then stops the worker.
+
+        Rows not embedded by then stay ``pending``: a round stopped midway
+        gives its claim back, and the next process's sweep embeds them.  A
+        model call that hangs is abandoned in its worker thread.
+        """
         if self._task is None:
             return
+        limit = self._settings.close_timeout_s if timeout is None else timeout
         try:
-            await self.flush()
+            await asyncio.wait_for(self.flush(), limit)
+        except (asyncio.TimeoutError, TimeoutError):
+            logger.warning("vectorizer: rows still unembedded after %.1f s at close; they stay pending", limit)
         finally:
             self._closing = True
             self._task.cancel()
@@ -121,10 +150,34 @@ class Vectorizer:
             except asyncio.CancelledError:
                 pass
             self._task = None
+            await self._give_back_claims()
+
+    async def _give_back_claims(self) -> None:
+        claims, self._claims = self._claims, {}
+        if not claims:
+            return
+        try:
+            async with self._db.engine.begin() as conn:
+                for claim, keys in claims.items():
+                    for (app, user), ids in _by_user(keys).items():
+                        stmt, params = q.release_claims(app, user, ids, claim)
+                        await conn.execute(stmt, params)
+        except Exception:  # the lease expires and another vectorizer takes the rows over
+            logger.warning("vectorizer: could not give back %d claims at close", len(claims), exc_info=True)
+
+    async def retry_failed(self) -> int:
+        """Gives every ``failed`` row (``max_row_attempts`` used up) fresh rounds; returns how many."""
+        stmt, params = q.retry_failed(_now())
+        async with self._db.engine.begin() as conn:
+            count = int((await conn.execute(stmt, params)).rowcount or 0)
+        if count:
+            self._backlog = True
+            self.submit(())
+        return count
 
     # -------------------------------------------------------------- worker
-    async def _sweep(self, *, include_failed: bool) -> int:
-        """Queues rows left pending (and, periodically, failed) that no queue entry covers."""
+    async def _sweep(self) -> int:
+        """Queues rows left pending (past their retry pause) or claimed by a dead process that no queue entry covers."""
         assert self._queue is not None and self._sweep_lock is not None
         async with self._sweep_lock:
             room = self._queue.maxsize - self._queue.qsize()
@@ -132,32 +185,37 @@ class Vectorizer:
                 return 0
             overflows = self._overflows
             limit = room + len(self._queued)
-            stmt, params = q.sweep_unembedded(limit, include_failed=include_failed)
+            now = _now()
+            stmt, params = q.sweep_unembedded(
+                limit,
+                retry_before=now - timedelta(seconds=self._settings.retry_interval_s),
+                stale_before=now - timedelta(seconds=self._settings.claim_lease_s),
+            )
             async with self._db.engine.connect() as conn:
-                ids = [r[0] for r in (await conn.execute(stmt, params)).all()]
-            fresh = [i for i in ids if i not in self._queued][:room]
-            if len(ids) >= limit:
+                keys = [(r[0], r[1], r[2]) for r in (await conn.execute(stmt, params)).all()]
+            fresh = [k for k in keys if k not in self._queued][:room]
+            if len(keys) >= limit:
                 self._backlog = True
             elif overflows == self._overflows:
                 self._backlog = False
-            for mid in fresh:
-                self._queue.put_nowait(mid)
-                self._queued.add(mid)
+            for key in fresh:
+                self._queue.put_nowait(key)
+                self._queued.add(key)
             return len(fresh)
 
     async def _run(self) -> None:
         assert self._queue is not None
         queue = self._queue
         s = self._settings
-        # Rows a previous process left pending or failed (crash, outage): retry them now.
-        await self._safe_sweep(include_failed=True)
+        # Rows a previous process left pending (crash) or claimed and died: embed them now.
+        await self._safe_sweep()
         assert self._initial_sweep is not None
         self._initial_sweep.set()
         while not self._closing:
             try:
                 first = await asyncio.wait_for(queue.get(), timeout=s.sweep_interval_s)
             except (asyncio.TimeoutError, TimeoutError):
-                await self._safe_sweep(include_failed=True)
+                await self._safe_sweep()
                 continue
             batch = [first]
             loop = asyncio.get_running_loop()
@@ -171,24 +229,24 @@ class Vectorizer:
                 await self._process(batch)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # the rows stay pending/failed in the database; the sweep retries them
+            except Exception:  # the rows stay pending/claimed in the database; the sweep retries them
                 logger.exception("vectorizer batch of %d failed", len(batch))
             finally:
-                for mid in batch:
-                    self._queued.discard(mid)
+                for key in batch:
+                    self._queued.discard(key)
                     queue.task_done()
             if self._backlog and queue.empty():
-                await self._safe_sweep(include_failed=False)
+                await self._safe_sweep()
 
-    async def _safe_sweep(self, *, include_failed: bool) -> None:
+    async def _safe_sweep(self) -> None:
         try:
-            await self._sweep(include_failed=include_failed)
+            await self._sweep()
         except Exception:
             logger.warning("vectorizer sweep failed; will retry", exc_info=True)
 
-    async def _embed_with_retry(self, texts: list[str]) -> np.ndarray | None:
+    async def _embed_with_retry(self, texts: list[str], attempts: int) -> np.ndarray | None:
         s = self._settings
-        for attempt in range(s.max_attempts):
+        for attempt in range(attempts):
             try:
                 vecs = await asyncio.to_thread(self._embedder.embed, texts)
                 arr = np.asarray(vecs, dtype=np.float32)
@@ -197,29 +255,84 @@ class Vectorizer:
                 return arr
             except Exception as exc:
                 self.stats["failed_attempts"] += 1
-                logger.warning("embedding attempt %d/%d failed: %s", attempt + 1, s.max_attempts, type(exc).__name__)
-                if attempt + 1 < s.max_attempts:
+                logger.warning("embedding attempt %d/%d failed: %s", attempt + 1, attempts, type(exc).__name__)
+                if attempt + 1 < attempts:
                     await asyncio.sleep(s.retry_base_s * (2**attempt))
         return None
 
-    async def _process(self, batch: list[str]) -> None:
-        stmt, params = q.claim_rows_for_embedding(batch)
+    async def _claim(self, batch: Sequence[MemoryKey], claim: str) -> list[Any]:
+        """Claims the batch's rows that are still unclaimed; returns the rows this claim got."""
+        now = _now()
+        stale = now - timedelta(seconds=self._settings.claim_lease_s)
+        groups = _by_user(batch)
+        async with self._db.engine.begin() as conn:
+            for (app, user), ids in groups.items():
+                stmt, params = q.claim_for_embedding(app, user, ids, claim, now, stale)
+                await conn.execute(stmt, params)
+        rows: list[Any] = []
         async with self._db.engine.connect() as conn:
-            rows = (await conn.execute(stmt, params)).all()
+            for (app, user), ids in groups.items():
+                stmt, params = q.claimed_rows(app, user, ids, claim)
+                rows.extend((await conn.execute(stmt, params)).all())
+        return rows
+
+    async def _process(self, batch: list[MemoryKey]) -> None:
+        claim = uuid.uuid4().hex
+        self._claims[claim] = list(batch)
+        try:
+            rows = await self._claim(batch, claim)
+            if rows:
+                await self._embed_and_store(rows, claim)
+        finally:
+            if not self._closing:  # a round cancelled by close() is given back there
+                del self._claims[claim]
+
+    async def _embed_and_store(self, rows: list[Any], claim: str) -> None:
+        try:
+            done, vecs, failed = await self._embed_rows(rows)
+            if done:
+                await self._store(done, vecs, _now(), claim)
+        except Exception:
+            # A store that keeps failing must not loop forever either: it costs the rows a round.
+            await self._mark_failed(rows, claim)
+            raise
+        await self._mark_failed(failed, claim)
+
+    async def _embed_rows(self, rows: list[Any]) -> tuple[list[Any], np.ndarray, list[Any]]:
+        """``(embedded rows, their vectors, rows that failed)``: the batch, else each row alone once.
+
+        One text the model cannot take fails the whole batch; a single try per
+        row then tells it from the rest, so the others do not lose rounds to it.
+        """
+        texts = [embedding_text(r.author, r.created_at, r.content) for r in rows]
+        vecs = await self._embed_with_retry(texts, self._settings.max_attempts)
+        if vecs is not None:
+            return rows, vecs, []
+        if len(rows) == 1:
+            return [], np.zeros((0, self._embedder.dim), dtype=np.float32), rows
+        done, singles, failed = [], [], []
+        for r, t in zip(rows, texts):
+            one = await self._embed_with_retry([t], 1)
+            if one is None:
+                failed.append(r)
+            else:
+                done.append(r)
+                singles.append(one[0])
+        return done, np.stack(singles) if singles else np.zeros((0, self._embedder.dim), dtype=np.float32), failed
+
+    async def _mark_failed(self, rows: Sequence[Any], claim: str) -> None:
+        """Counts a failed round on each row; the rows go back to ``pending`` or, out of rounds, to ``failed``."""
         if not rows:
             return
-        texts = [embedding_text(r.author, r.created_at, r.content) for r in rows]
-        vecs = await self._embed_with_retry(texts)
-        now = _now()
-        if vecs is None:
-            self.stats["failed_batches"] += 1
-            stmt, params = q.mark_embed_failed([r.memory_id for r in rows], now)
-            async with self._db.engine.begin() as conn:
+        self.stats["failed_batches"] += 1
+        async with self._db.engine.begin() as conn:
+            for (app, user), ids in _by_user([(r.app_name, r.user_id, r.memory_id) for r in rows]).items():
+                stmt, params = q.mark_embed_failed(app, user, ids, claim, _now(), self._settings.max_row_attempts)
                 await conn.execute(stmt, params)
-            return
-        await self._store(rows, vecs, now)
+        # Their next round may be due at once (retry_interval_s = 0): let flush look again.
+        self._backlog = True
 
-    async def _store(self, rows: list[Any], vecs: np.ndarray, now: datetime) -> None:
+    async def _store(self, rows: list[Any], vecs: np.ndarray, now: datetime, claim: str) -> None:
         dialect = self._db.dialect
         model = self._embedder.model_name
         s = self._settings
@@ -242,9 +355,17 @@ class Vectorizer:
             await conn.execute(
                 q.set_embedding(),
                 [
-                    {"memory_id": r.memory_id, "embedding": dialect.encode_vector(v), "model": model,
-                     "dim": int(v.shape[0]), "now": now}
+                    {"app": r.app_name, "user": r.user_id, "memory_id": r.memory_id, "claim": claim,
+                     "embedding": dialect.encode_vector(v), "model": model, "dim": int(v.shape[0]), "now": now}
                     for r, v in zip(rows, vecs)
                 ],
             )
         self.stats["embedded"] += len(rows)
+
+
+def _by_user(keys: Iterable[MemoryKey]) -> dict[tuple[str, str], list[str]]:
+    """Memory ids grouped by ``(app_name, user_id)``: every statement addresses one tenant's key prefix."""
+    groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+    for app, user, mid in keys:
+        groups[(app, user)].append(mid)
+    return groups

@@ -1,7 +1,7 @@
 """Analyst views read every part of an event, and a new ``v_tool_calls`` has one row per tool call.
 
 Revision ID: 0009
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-23
 
 Revision 0002's ``v_session_events`` read ``parts[0]`` only, so an event with
@@ -20,7 +20,7 @@ four function calls showed one name (or NULL when a thought came first), and
 from alembic import op
 
 revision = "0009"
-down_revision = "0006"
+down_revision = "0007"
 branch_labels = None
 depends_on = None
 

@@ -70,15 +70,17 @@ CREATE TABLE agent_memories (
   embedding VECTOR(384),
   embedding_model VARCHAR(128),
   embedding_dim INTEGER,
-  embed_status VARCHAR(16) NOT NULL DEFAULT 'pending',   -- pending | ready | failed
+  embed_status VARCHAR(16) NOT NULL DEFAULT 'pending',   -- pending | embedding (claimed) | ready | failed | deleted
   embed_attempts INTEGER NOT NULL DEFAULT 0,
   extractor VARCHAR(64),
   superseded_by VARCHAR(64) COLLATE utf8mb4_bin,
   search_text LONGTEXT,                                   -- full-text source: lexical.stem_text("<date>, <author>: <content>") (what is embedded, stemmed)
   turn_pos BIGINT,                                        -- a turn's position in its session (event seq): the context signal's neighbours
+  embed_claim VARCHAR(32) COLLATE utf8mb4_bin,            -- a vectorizer's claim token (status 'embedding')
+  embed_claimed_at DATETIME(6),                           -- when it was claimed: older than the lease = taken over
   tainted SMALLINT NOT NULL DEFAULT 0,                    -- 1: never returned by search nor injected (mark_tainted)
   confidence FLOAT NOT NULL DEFAULT 1,                    -- 0..1; below MemorySettings.min_confidence: never returned
-  CONSTRAINT pk_agent_memories PRIMARY KEY (memory_id),
+  CONSTRAINT pk_agent_memories PRIMARY KEY (app_name, user_id, memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
   INDEX ix_memories_embed_status (embed_status, updated_at),
