@@ -6,14 +6,23 @@ place while its number is not yet recorded.  Running it again must finish the
 job instead of failing on "table exists" (1050) or "can't drop index" (1091):
 every step here is a no-op when its effect is already there.  Only usable
 inside a revision (they use ``alembic.op``).
+
+The catalog check is not enough on its own: DDL that a killed client sent
+keeps running in the server, so an index can be listed a moment before its
+DROP completes (seen under load: the re-run's own DROP then failed with
+1091).  So each step also takes the "already done" error of its statement
+(1050, 1051, 1060, 1061, 1091) as done.
 """
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.exc import DBAPIError
+
+from .errors import driver_error_code
 
 __all__ = [
     "add_column",
@@ -56,24 +65,36 @@ def has_index(table: str, index: str) -> bool:
     )
 
 
+_TABLE_EXISTS, _NO_TABLE, _COLUMN_EXISTS, _INDEX_EXISTS, _CANT_DROP = 1050, 1051, 1060, 1061, 1091
+
+
+def _run(step: Callable[[], Any], done_code: int) -> None:
+    """Runs ``step``; its "already done" error (a concurrent or leftover DDL finished it) counts as success."""
+    try:
+        step()
+    except DBAPIError as exc:
+        if driver_error_code(exc) != done_code:
+            raise
+
+
 def create_table(name: str, *columns: Any, **kw: Any) -> None:
     if not has_table(name):
-        op.create_table(name, *columns, **kw)
+        _run(lambda: op.create_table(name, *columns, **kw), _TABLE_EXISTS)
 
 
 def drop_table(name: str) -> None:
     if has_table(name):
-        op.drop_table(name)
+        _run(lambda: op.drop_table(name), _NO_TABLE)
 
 
 def add_column(table: str, column: sa.Column) -> None:
     if not has_column(table, column.name):
-        op.add_column(table, column)
+        _run(lambda: op.add_column(table, column), _COLUMN_EXISTS)
 
 
 def drop_column(table: str, column: str) -> None:
     if has_column(table, column):
-        op.drop_column(table, column)
+        _run(lambda: op.drop_column(table, column), _CANT_DROP)
 
 
 def create_index(name: str, table: str, columns: Sequence[str] | None = None, *, sql: str | None = None) -> None:
@@ -81,11 +102,11 @@ def create_index(name: str, table: str, columns: Sequence[str] | None = None, *,
     if has_index(table, name):
         return
     if sql is None:
-        op.create_index(name, table, list(columns or ()))
+        _run(lambda: op.create_index(name, table, list(columns or ())), _INDEX_EXISTS)
     else:
-        op.execute(sql)
+        _run(lambda: op.execute(sql), _INDEX_EXISTS)
 
 
 def drop_index(name: str, table: str) -> None:
     if has_index(table, name):
-        op.drop_index(name, table_name=table)
+        _run(lambda: op.drop_index(name, table_name=table), _CANT_DROP)

@@ -19,8 +19,9 @@ Each step checks before it creates or adds, so a run interrupted half-way
 """
 
 import sqlalchemy as sa
-from alembic import op
 from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
+
+from adk_oceanbase import ddl_steps as steps
 
 revision = "0011"
 down_revision = "0009"
@@ -39,62 +40,38 @@ def _ts(name: str) -> sa.Column:
     return sa.Column(name, DATETIME(fsp=6), nullable=False)
 
 
-def _has_table(name: str) -> bool:
-    return sa.inspect(op.get_bind()).has_table(name)
-
-
-def _has_column(table: str, column: str) -> bool:
-    # information_schema, not the inspector: SQLAlchemy cannot reflect OceanBase's VECTOR type
-    found = op.get_bind().execute(
-        sa.text(
-            "SELECT COUNT(*) FROM information_schema.columns "
-            "WHERE table_schema = DATABASE() AND table_name = :t AND column_name = :c"
-        ),
-        {"t": table, "c": column},
-    )
-    return bool(found.scalar())
-
-
 def upgrade() -> None:
-    if not _has_column("agent_memories", "tainted"):
-        op.add_column("agent_memories", sa.Column("tainted", sa.SmallInteger, nullable=False, server_default="0"))
-    if not _has_column("agent_memories", "confidence"):
-        op.add_column("agent_memories", sa.Column("confidence", sa.Float, nullable=False, server_default="1"))
-    if not _has_table("memory_opt_out"):
-        op.create_table(
-            "memory_opt_out",
-            _id("app_name"),
-            _id("user_id"),
-            _ts("opted_out_at"),
-            sa.PrimaryKeyConstraint("app_name", "user_id", name="pk_memory_opt_out"),
-            **_OPTS,
-        )
-    if not _has_table("debug_archive"):
-        op.create_table(
-            "debug_archive",
-            _id("app_name"),
-            _id("user_id"),
-            _id("session_id"),
-            sa.Column("entry_seq", sa.BigInteger, nullable=False),
-            sa.Column("event_seq", sa.BigInteger, nullable=False),
-            _id("event_id"),
-            _id("invocation_id", 256, nullable=True),
-            sa.Column("kind", sa.String(16), nullable=False),
-            sa.Column("tool_name", sa.String(256), nullable=True),
-            _id("state_key", 255),
-            sa.Column("value_json", LONGTEXT, nullable=False),
-            _ts("created_at"),
-            sa.PrimaryKeyConstraint("app_name", "user_id", "session_id", "entry_seq", name="pk_debug_archive"),
-            **_OPTS,
-        )
+    steps.add_column("agent_memories", sa.Column("tainted", sa.SmallInteger, nullable=False, server_default="0"))
+    steps.add_column("agent_memories", sa.Column("confidence", sa.Float, nullable=False, server_default="1"))
+    steps.create_table(
+        "memory_opt_out",
+        _id("app_name"),
+        _id("user_id"),
+        _ts("opted_out_at"),
+        sa.PrimaryKeyConstraint("app_name", "user_id", name="pk_memory_opt_out"),
+        **_OPTS,
+    )
+    steps.create_table(
+        "debug_archive",
+        _id("app_name"),
+        _id("user_id"),
+        _id("session_id"),
+        sa.Column("entry_seq", sa.BigInteger, nullable=False),
+        sa.Column("event_seq", sa.BigInteger, nullable=False),
+        _id("event_id"),
+        _id("invocation_id", 256, nullable=True),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("tool_name", sa.String(256), nullable=True),
+        _id("state_key", 255),
+        sa.Column("value_json", LONGTEXT, nullable=False),
+        _ts("created_at"),
+        sa.PrimaryKeyConstraint("app_name", "user_id", "session_id", "entry_seq", name="pk_debug_archive"),
+        **_OPTS,
+    )
 
 
 def downgrade() -> None:
-    if _has_table("debug_archive"):
-        op.drop_table("debug_archive")
-    if _has_table("memory_opt_out"):
-        op.drop_table("memory_opt_out")
-    if _has_column("agent_memories", "confidence"):
-        op.drop_column("agent_memories", "confidence")
-    if _has_column("agent_memories", "tainted"):
-        op.drop_column("agent_memories", "tainted")
+    steps.drop_table("debug_archive")
+    steps.drop_table("memory_opt_out")
+    steps.drop_column("agent_memories", "confidence")
+    steps.drop_column("agent_memories", "tainted")
