@@ -25,7 +25,7 @@ from adk_oceanbase.config import Config
 from adk_oceanbase.engine import Database
 from adk_oceanbase import upgrade
 
-OUR_TABLES = ("session_events", "session_state", "agent_sessions", "agent_memories")
+OUR_TABLES = ("session_events", "session_state", "agent_sessions", "agent_memories", "audit_log")
 
 
 def _free_port() -> int:

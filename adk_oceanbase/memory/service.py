@@ -23,9 +23,11 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from typing_extensions import override
 
 from .._lifecycle import DatabaseService
+from ..audit import AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
 from ..errors import EmbeddingModelMismatchError, ValidationError, driver_error_code, translate_db_error
+from ..redaction import RedactionPolicy, redact_value
 from ..sessions.codec import check_id, decode_event
 from . import queries as q
 from . import search_sql as sq
@@ -64,6 +66,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         settings: weights, retrieval knobs, ingest policy, vectorizer; see :class:`MemorySettings`.
         extractor: an :class:`LlmExtractor` to store LLM-extracted facts instead of raw turns.
         auto_setup: create the schema on first use when it is missing.
+        redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the apps
+            it covers, memory content (added, ingested turns, LLM-extracted facts),
+            topics and metadata are redacted before they are written, so the
+            stored content, its ``search_text`` and its embedding all derive from
+            the redacted text. Unset: off.
+        audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
+            service's) to write ``audit_log`` rows. Unset: off.
 
     Example:
         >>> import asyncio
@@ -87,8 +96,12 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         settings: MemorySettings | None = None,
         extractor: LlmExtractor | None = None,
         auto_setup: bool = True,
+        redaction: RedactionPolicy | None = None,
+        audit: AuditSettings | None = None,
     ):
         self._bind_database(url, config, database, engine, auto_setup)
+        self._redaction = redaction
+        self._auditor = Auditor(audit)
         self._embedder = embedder or default_embedder()
         self.settings = settings or MemorySettings()
         self._extractor = extractor
@@ -169,6 +182,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     # --------------------------------------------------------------- ingest
     @override
+    @audited(by_session("memory_add"))
     async def add_session_to_memory(self, session: "Session") -> None:
         """Remembers a whole session, from its stored full event log when this database holds it.
 
@@ -196,6 +210,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return await asyncio.to_thread(lambda: [decode_event(p) for p in payloads])
 
     @override
+    @audited(by_ids("memory_add"))
     async def add_events_to_memory(
         self,
         *,
@@ -227,7 +242,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
         else:
             drafts = await self._llm_drafts(app, user, sid, events, meta)
-        await self._write(app, user, drafts)
+        await self._write(app, user, await self._redacted_drafts(app, drafts))
 
     async def _turn_positions(
         self, app: str, user: str, sid: str, events: Sequence["Event"], whole_session: bool
@@ -273,16 +288,32 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             drafts.extend(ex.drafts(app, user, session_id, group, facts, meta))
         return drafts
 
+    def _redacts(self, app: str) -> bool:
+        return self._redaction is not None and self._redaction.active_for(app)
+
+    async def _redacted_drafts(self, app: str, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+        """Drafts with content, topics and metadata redacted (one redactor call for the batch)."""
+        if not drafts or not self._redacts(app):
+            return drafts
+        clean = await redact_value(self._redaction.redactor, [[d.content, d.topics, d.custom_metadata] for d in drafts])
+        for d, (content, topics, meta) in zip(drafts, clean):
+            d.content, d.topics, d.custom_metadata = content, topics, meta
+        return drafts
+
     async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
         if not drafts:
             return []
         self._learn_authors(app, user, drafts)
         async with self._tx() as conn:
             new_ids = await write_drafts(conn, app, user, drafts, _now())
+            if (audit := current_entry()) is not None:
+                audit.row_count = len(new_ids)
+                await conn.execute(audit.insert())
         self._vectorizer.submit(new_ids)
         return new_ids
 
     @override
+    @audited(by_ids("memory_add"))
     async def add_memory(
         self,
         *,
@@ -293,12 +324,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     ) -> None:
         """Stores explicit memories. ``custom_metadata`` keys ``topics`` and ``importance`` are honoured."""
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        given = [(e, _text(e), {**dict(custom_metadata or {}), **(e.custom_metadata or {})}) for e in memories]
+        given = [(e, body, meta, meta.pop("session_id", None)) for e, body, meta in given if body]
+        if self._redacts(app):  # before the ids: a content-derived id must not hash the raw text
+            clean = await redact_value(self._redaction.redactor, [[body, meta] for _, body, meta, _ in given])
+            given = [(e, body, meta, sid) for (e, _, _, sid), (body, meta) in zip(given, clean)]
         drafts = []
-        for entry in memories:
-            body = _text(entry)
-            if not body:
-                continue
-            meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
+        for entry, body, meta, session_id in given:
             topics = [str(t) for t in meta.pop("topics", None) or []]
             importance = float(meta.pop("importance", 0.5))
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
@@ -307,7 +339,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             drafts.append(
                 MemoryDraft(
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
-                    session_id=meta.pop("session_id", None), event_ids=[], extractor="manual",
+                    session_id=session_id, event_ids=[], extractor="manual",
                     topics=topics, importance=min(max(importance, 0.0), 1.0), custom_metadata=meta,
                 )
             )
@@ -315,6 +347,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._write(app, user, drafts)
 
     @override
+    @audited(by_ids("memory_delete"))
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
         if not memory_id:
@@ -322,10 +355,14 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
         async with self._tx() as conn:
-            await conn.execute(stmt, params)
+            deleted = await conn.execute(stmt, params)
+            if (audit := current_entry()) is not None:
+                audit.row_count = deleted.rowcount
+                await conn.execute(audit.insert())
 
     # --------------------------------------------------------------- search
     @override
+    @audited(by_ids("memory_search"), read=True, count=lambda r: len(r.memories))
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         """ADK's search (its memory tools call it): ``search_memory_top_k`` hits, counted as an access
         unless ``search_memory_counts_access`` says otherwise (see :class:`MemorySettings`)."""
@@ -335,6 +372,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         )
         return SearchMemoryResponse(memories=[h.entry for h in hits])
 
+    @audited(by_ids("memory_search"), read=True, count=len)
     async def search(
         self,
         app_name: str,

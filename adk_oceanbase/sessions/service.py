@@ -25,6 +25,7 @@ import pymysql
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .._lifecycle import DatabaseService
+from ..audit import RAW_INSERT_AUDIT, AuditSettings, Auditor, audited, by_appended_event, by_ids, current_entry
 from ..rawtx import COMMIT, RawTransaction
 from ..config import Config
 from ..engine import Database
@@ -36,6 +37,7 @@ from ..errors import (
     is_duplicate_key,
 )
 from ..compaction import coverage
+from ..redaction import RedactionPolicy, redact_event, redact_value
 from ..tokens import EstimatingTokenCounter, TokenCounter
 from . import codec
 from . import queries as q
@@ -81,6 +83,14 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_summarizer: default ADK ``BaseEventsSummarizer`` of
             :meth:`compact_session` (offline ``ExtractiveSummarizer`` when unset;
             ``compaction.llm_summarizer(model)`` for model-written summaries).
+        redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the
+            apps it covers, state values and every appended event (text, tool
+            calls and responses, state delta, compaction summary) are redacted
+            before the transaction starts, the stored rows carry
+            ``redacted = 1``, and the caller's session receives the redacted
+            event: what is stored is what the agent sees next. Unset: off.
+        audit: :class:`~adk_oceanbase.audit.AuditSettings` to write ``audit_log``
+            rows (writes in their own transaction, reads sampled). Unset: off.
 
     Example:
         >>> import asyncio
@@ -105,6 +115,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_overlap: int = 1,
         compaction_policy: Any = None,
         compaction_summarizer: Any = None,
+        redaction: RedactionPolicy | None = None,
+        audit: AuditSettings | None = None,
         uri: str | None = None,
         **_: Any,
     ):
@@ -114,6 +126,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
         self._compaction_summarizer = compaction_summarizer
+        self._redaction = redaction
+        self._auditor = Auditor(audit)
 
     # ---------------------------------------------------------------- lifecycle
     async def close(self) -> None:
@@ -157,7 +171,11 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     def _mark(session: Session, seq: int) -> None:
         session._storage_update_marker = f"{_MARKER}{seq}"
 
+    def _redacts(self, app: str) -> bool:
+        return self._redaction is not None and self._redaction.active_for(app)
+
     # ---------------------------------------------------------------- ADK API
+    @audited(by_ids("create_session"))
     async def create_session(
         self,
         *,
@@ -168,6 +186,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     ) -> Session:
         app, user, sid = self._ids(app_name, user_id, session_id)
         sid = sid or str(uuid.uuid4())
+        if state and self._redacts(app):
+            state = await redact_value(self._redaction.redactor, state)
         encoded = codec.encode_state(codec.split_state(state))
         now = time.time()
         when = codec.to_datetime(now)
@@ -185,9 +205,16 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             statements = [(q.RAW_INSERT_SESSION, row)]
             if encoded:
                 statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded, when)))
-            statements += [(q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}), (COMMIT, None)]
+            statements.append((q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}))
+            audit = current_entry()
             async with self._raw_tx() as tx:
-                state_rows = (await tx.batch(statements))[-2][1]
+                if audit is None:
+                    state_rows = (await tx.batch(statements + [(COMMIT, None)]))[-2][1]
+                else:
+                    # the audit row rides with the COMMIT, so its duration covers the writes
+                    state_rows = (await tx.batch(statements))[-1][1]
+                    audit.session_id, audit.row_count = sid, 1
+                    await tx.batch([(RAW_INSERT_AUDIT, audit.row()), (COMMIT, None)])
         except pymysql.err.IntegrityError as exc:
             if is_duplicate_key(exc):
                 raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
@@ -198,6 +225,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._mark(session, 0)
         return session
 
+    @audited(by_ids("get_session"), read=True, count=lambda s: len(s.events) if s else 0)
     async def get_session(
         self,
         *,
@@ -250,6 +278,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._mark(session, head.last_seq)
         return session
 
+    @audited(by_ids("list_sessions"), read=True, count=lambda r: len(r.sessions))
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         app = codec.check_id("app_name", app_name)
         user = codec.check_id("user_id", user_id) if user_id is not None else None
@@ -259,6 +288,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             state_rows = (await conn.execute(q.select_state_for_list(app, user))).all()
         return ListSessionsResponse(sessions=self._sessions_with_state(app, rows, state_rows))
 
+    @audited(by_ids("list_sessions"), read=True, count=lambda p: len(p.sessions))
     async def list_sessions_page(
         self,
         *,
@@ -315,13 +345,17 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             sessions.append(s)
         return sessions
 
+    @audited(by_ids("delete_session"))
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Deletes the session with its events and session-scoped state in one transaction."""
         app, user, sid = self._ids(app_name, user_id, session_id)
         async with self._tx() as conn:
-            await conn.execute(q.delete_events(app, user, sid))
+            deleted = await conn.execute(q.delete_events(app, user, sid))
             await conn.execute(q.delete_session_state(app, user, sid))
             await conn.execute(q.delete_session(app, user, sid))
+            if (audit := current_entry()) is not None:
+                audit.row_count = deleted.rowcount
+                await conn.execute(audit.insert())
 
     async def get_user_state(self, *, app_name: str, user_id: str) -> dict[str, Any]:
         app, user, _ = self._ids(app_name, user_id)
@@ -330,8 +364,13 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             rows = (await conn.execute(q.select_user_state(app, user))).all()
         return {r.state_key: codec.decode_value(r.value_json) for r in rows}
 
+    @audited(by_appended_event)
     async def append_event(self, session: Session, event: Event) -> Event:
         """Persists ``event`` and its state delta atomically, then applies it to ``session``.
+
+        With a redaction policy active for the app, the event is redacted
+        before the transaction (a redactor failure writes nothing) and the
+        redacted copy is what is stored, appended to ``session`` and returned.
 
         Raises:
             StaleSessionConflictError: (an ADK ``StaleSessionError``) when
@@ -352,6 +391,12 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         if len(persisted) != len(delta):
             actions = event.actions.model_copy(update={"state_delta": persisted})
             stored_event = event.model_copy(update={"actions": actions})
+        redacting, changed = self._redacts(app), False
+        if redacting:
+            clean = await redact_event(self._redaction.redactor, stored_event)
+            changed, stored_event = clean is not stored_event, clean
+            if changed and persisted:
+                persisted = dict(stored_event.actions.state_delta)
         encoded_state = codec.encode_state(codec.split_state(persisted))
         payload, tokens = codec.encode_event(stored_event, counter=self._counter, max_bytes=self.config.max_event_bytes)
         when = codec.to_datetime(event.timestamp)
@@ -369,7 +414,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             # inserted the row if the session is gone: rolled back below).
             statements = [
                 (q.RAW_BUMP_SESSION_CAS, {**params, "expected_seq": seq}),
-                (q.RAW_INSERT_EVENT, self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when)),
+                (q.RAW_INSERT_EVENT, self._event_row(app, user, sid, seq + 1, stored_event, payload, tokens, when, redacting)),
             ]
             if encoded_state:
                 statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded_state, when)))
@@ -385,11 +430,17 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                 if await self._already_stored(tx, app, user, sid, event.id):
                     return event  # same event delivered twice: the first copy stands
                 raise StaleSessionConflictError(_STALE)
-            await self._archive_for(tx, app, user, sid, seq + 1, stored_event, payload)
+            archived = await self._archive_for(tx, app, user, sid, seq + 1, stored_event, payload)
+            if (audit := current_entry()) is not None:
+                # in the packet that commits: no extra round trip, duration up to the commit
+                audit.row_count = 1 + archived
+                await tx.batch([(RAW_INSERT_AUDIT, audit.row()), (COMMIT, None)])
 
         # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
+        if changed:
+            event = stored_event  # the caller's session holds what storage holds
         self._commit_event_to_session(session, event)
         session.last_update_time = event.timestamp
         self._mark(session, seq + 1)
@@ -397,8 +448,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
 
     async def _archive_for(
         self, tx: RawTransaction, app: str, user: str, sid: str, seq: int, event: Event, payload: str
-    ) -> None:
-        """Compaction bookkeeping inside the append transaction (no-op for ordinary events).
+    ) -> int:
+        """Compaction bookkeeping inside the append transaction (no-op for ordinary events); returns rows archived.
 
         A compaction event archives the rows it covers (``compacted_by``); a
         rewind restores rows whose covering compaction it annuls. Both commit
@@ -406,14 +457,14 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         """
         actions = event.actions
         if actions is None:
-            return
+            return 0
         if actions.rewind_before_invocation_id:
             _, found = await tx.run(q.first_seq_of_invocation(app, user, sid, actions.rewind_before_invocation_id))
             first = found[0][0] if found else None
             if first is not None:
                 await tx.run(q.unarchive_from(app, user, sid, min_seq=first))
         if actions.compaction is None:
-            return
+            return 0
         _, rows = await tx.run(q.select_unarchived_rows(app, user, sid, below_seq=seq))
         stored = [coverage.StoredRow(row_seq, json.loads(event_json)) for row_seq, event_json in rows]
         seqs = coverage.rows_to_archive(stored, compaction=json.loads(payload), overlap=self._overlap)
@@ -422,6 +473,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await tx.run(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
+        return len(seqs)
 
     async def compact_session(
         self, *, app_name: str, user_id: str, session_id: str, policy: Any = None, summarizer: Any = None
@@ -460,7 +512,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return last_seq
 
     @staticmethod
-    def _event_row(app: str, user: str, sid: str, seq: int, event: Event, payload: str, tokens: int, when: Any) -> dict:
+    def _event_row(
+        app: str, user: str, sid: str, seq: int, event: Event, payload: str, tokens: int, when: Any, redacted: bool
+    ) -> dict:
         return {
             "app": app,
             "user": user,
@@ -476,6 +530,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             "token_count": tokens,
             "is_final": 1 if event.is_final_response() else 0,
             "event_json": payload,
+            "redacted": 1 if redacted else 0,
         }
 
 
