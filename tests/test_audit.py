@@ -108,10 +108,12 @@ async def test_failed_writes_are_recorded_validation_errors_are_not(db):
     svc = OceanBaseSessionService(database=db, audit=AuditSettings())
     s = await svc.create_session(app_name=APP, user_id="u1", session_id="s1")
     stale = await svc.get_session(app_name=APP, user_id="u1", session_id="s1")
-    await svc.append_event(s, said("first"))
+    first = said("first")
+    await svc.append_event(s, first)
     late = said("second")
     with pytest.raises(StaleSessionConflictError):
         await svc.append_event(stale, late)
+    await svc.append_event(stale, first)  # a redelivery: the stored copy stands, nothing is written
     with pytest.raises(SessionAlreadyExistsError):
         await svc.create_session(app_name=APP, user_id="u1", session_id="s1")
     with pytest.raises(InvalidIdentifierError):
@@ -121,6 +123,7 @@ async def test_failed_writes_are_recorded_validation_errors_are_not(db):
         ("create_session", "u1", "s1", "ok", None, 1),
         ("append", "u1", "s1", "ok", None, 1),
         ("append", "u1", "s1", "error", "StaleSessionConflictError", None),
+        ("append", "u1", "s1", "ok", None, 0),
         ("create_session", "u1", "s1", "error", "SessionAlreadyExistsError", None),
     ]
     assert rows[2].event_id == late.id

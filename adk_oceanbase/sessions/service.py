@@ -205,16 +205,13 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             statements = [(q.RAW_INSERT_SESSION, row)]
             if encoded:
                 statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded, when)))
+            select_at = len(statements)
             statements.append((q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}))
-            audit = current_entry()
+            if (audit := current_entry()) is not None:
+                audit.session_id, audit.row_count = sid, 1
+                statements.append((RAW_INSERT_AUDIT, audit.row()))  # same packet: see adk_oceanbase.audit
             async with self._raw_tx() as tx:
-                if audit is None:
-                    state_rows = (await tx.batch(statements + [(COMMIT, None)]))[-2][1]
-                else:
-                    # the audit row rides with the COMMIT, so its duration covers the writes
-                    state_rows = (await tx.batch(statements))[-1][1]
-                    audit.session_id, audit.row_count = sid, 1
-                    await tx.batch([(RAW_INSERT_AUDIT, audit.row()), (COMMIT, None)])
+                state_rows = (await tx.batch(statements + [(COMMIT, None)]))[select_at][1]
         except pymysql.err.IntegrityError as exc:
             if is_duplicate_key(exc):
                 raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
@@ -404,6 +401,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         expected = int(marker[len(_MARKER):]) if marker and marker.startswith(_MARKER) else None
 
         params = {"app": app, "user": user, "sid": sid, "ts": event.timestamp, "when": when, "tokens": tokens}
+        compacting = event.actions is not None and event.actions.compaction is not None
         async with self._raw_tx() as tx:
             if expected is None:
                 seq = await self._check_markerless(tx, app, user, sid, session)
@@ -418,6 +416,10 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             ]
             if encoded_state:
                 statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded_state, when)))
+            audit = current_entry()
+            if audit is not None and not compacting:
+                audit.row_count = 1
+                statements.append((RAW_INSERT_AUDIT, audit.row()))  # same packet: see adk_oceanbase.audit
             try:
                 matched = (await tx.batch(statements))[0][0] == 1
             except pymysql.err.IntegrityError as exc:
@@ -427,12 +429,14 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                 matched = False
             if not matched:
                 await tx.rollback()
+                if audit is not None:
+                    audit.rolled_back()
                 if await self._already_stored(tx, app, user, sid, event.id):
                     return event  # same event delivered twice: the first copy stands
                 raise StaleSessionConflictError(_STALE)
             archived = await self._archive_for(tx, app, user, sid, seq + 1, stored_event, payload)
-            if (audit := current_entry()) is not None:
-                # in the packet that commits: no extra round trip, duration up to the commit
+            if audit is not None and compacting:
+                # a compaction's row waits for its archive count and rides with the COMMIT
                 audit.row_count = 1 + archived
                 await tx.batch([(RAW_INSERT_AUDIT, audit.row()), (COMMIT, None)])
 
