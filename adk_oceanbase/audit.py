@@ -46,7 +46,7 @@ from datetime import datetime, timezone
 from typing import Any, Awaitable, Callable, TypeVar
 
 from sqlalchemy import Insert, insert
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from .errors import ConfigurationError, ValidationError, driver_error_code
 from .schema import ID_LEN, audit_log
