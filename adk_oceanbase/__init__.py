@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .audit import AuditSettings
 from .config import Config
 from .engine import Database
 from .errors import (
@@ -30,12 +31,14 @@ from .errors import (
     StaleSessionConflictError,
     ValidationError,
 )
+from .redaction import RedactionPolicy, Redactor, RuleRedactor
 from .sessions import OceanBaseSessionService, SessionPage
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AdkOceanBaseError",
+    "AuditSettings",
     "Config",
     "ConfigurationError",
     "ConnectionFailedError",
@@ -51,6 +54,9 @@ __all__ = [
     "OceanBaseSessionService",
     "SchemaConflictError",
     "QueryTimeoutError",
+    "RedactionPolicy",
+    "Redactor",
+    "RuleRedactor",
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SessionAlreadyExistsError",

@@ -46,6 +46,7 @@ __all__ = [
     "Vector",
     "agent_memories",
     "agent_sessions",
+    "audit_log",
     "debug_archive",
     "memory_opt_out",
     "metadata",
@@ -131,6 +132,8 @@ session_events = Table(
     # seq of the compaction event whose summary covers this event; NULL while live.
     Column("compacted_by", BigInteger, nullable=True),
     Column("event_json", LONGTEXT, nullable=False),
+    # 1 when the app's redaction policy ran over the event before it was written (revision 0010).
+    Column("redacted", SmallInteger, nullable=False, server_default="0"),
     PrimaryKeyConstraint("app_name", "user_id", "session_id", "seq", name="pk_session_events"),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id", name="uq_session_events_event_id"),
     Index("ix_events_session_ts", "app_name", "user_id", "session_id", "ts"),
@@ -237,6 +240,30 @@ debug_archive = Table(
     Column("value_json", LONGTEXT, nullable=False),
     Column("created_at", _ts(), nullable=False),
     PrimaryKeyConstraint("app_name", "user_id", "session_id", "entry_seq", name="pk_debug_archive"),
+    **_TABLE_OPTS,
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    # Append-only: one row per audited operation (adk_oceanbase.audit). Ids and
+    # numbers only, never content, so the log itself holds no personal data.
+    Column("audit_id", BigInteger, primary_key=True, autoincrement=True),
+    Column("at", _ts(), nullable=False),
+    # create_session | get_session | list_sessions | delete_session | append | compaction
+    # | memory_add | memory_search | memory_delete | retention_sweep | delete_user
+    Column("operation", String(32), nullable=False),
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=True),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=True),
+    Column("event_id", String(ID_LEN, **_KEY), nullable=True),
+    Column("invocation_id", String(256, **_KEY), nullable=True),
+    Column("duration_ms", Double, nullable=False),
+    Column("status", String(8), nullable=False),  # ok | error
+    Column("error_code", String(64), nullable=True),  # the error's class name (and driver error number)
+    Column("row_count", BigInteger, nullable=True),
+    Index("ix_audit_user_time", "app_name", "user_id", "at"),
+    Index("ix_audit_time", "at"),
     **_TABLE_OPTS,
 )
 

@@ -1,5 +1,5 @@
 -- Analyst views over adk-oceanbase's tables (OceanBase/seekdb and MySQL/MariaDB alike).
--- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0009); this
+-- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0010); this
 -- file is the readable copy and tests/test_sql_files.py checks a migrated database matches it.
 -- JSON payloads are LONGTEXT holding JSON: JSON_EXTRACT works on them directly.
 
@@ -12,10 +12,11 @@ FROM agent_sessions;
 
 -- One row per stored event with the readable bits pulled out of the JSON: the first text part
 -- wherever it sits (a thought or a tool call may come first), and JSON arrays of every tool call's
--- and tool response's name (NULL when there is none).
+-- and tool response's name (NULL when there is none). redacted = 1: the app's redaction policy
+-- ran over the event before it was written.
 CREATE OR REPLACE VIEW v_session_events AS
 SELECT app_name, user_id, session_id, seq, event_time, author, event_type, invocation_id,
-       token_count, is_final, compacted_by IS NOT NULL AS compacted,
+       token_count, is_final, compacted_by IS NOT NULL AS compacted, redacted,
        JSON_UNQUOTE(JSON_EXTRACT(JSON_EXTRACT(event_json, '$.content.parts[*].text'), '$[0]')) AS first_text,
        JSON_EXTRACT(event_json, '$.content.parts[*].function_call.name') AS function_calls,
        JSON_EXTRACT(event_json, '$.content.parts[*].function_response.name') AS function_responses
@@ -46,3 +47,31 @@ SELECT memory_id, app_name, user_id, content, author, session_id, topics, import
        access_count, last_accessed_at, created_at, updated_at, embed_status, embedding_model,
        extractor, superseded_by IS NOT NULL AS superseded
 FROM agent_memories;
+
+-- Who accessed what: per user, session and operation, how often, with how many errors, first and
+-- last time (audit_log; reads appear as sampled by AuditSettings.read_sample).
+CREATE OR REPLACE VIEW v_audit_access AS
+SELECT app_name, user_id, session_id, operation, COUNT(*) AS calls,
+       SUM(status = 'error') AS errors, MIN(at) AS first_at, MAX(at) AS last_at
+FROM audit_log
+GROUP BY app_name, user_id, session_id, operation;
+
+-- Error rate per operation.
+CREATE OR REPLACE VIEW v_audit_error_rate AS
+SELECT app_name, operation, COUNT(*) AS calls, SUM(status = 'error') AS errors,
+       SUM(status = 'error') / COUNT(*) AS error_rate
+FROM audit_log
+GROUP BY app_name, operation;
+
+-- Latency per operation: p50 and p95 (nearest rank, by window functions: OceanBase, MySQL 8 and
+-- MariaDB all run them) and the maximum, in milliseconds.
+CREATE OR REPLACE VIEW v_audit_latency AS
+SELECT app_name, operation, COUNT(*) AS calls,
+       MAX(CASE WHEN pos = CEIL(0.50 * n) THEN duration_ms END) AS p50_ms,
+       MAX(CASE WHEN pos = CEIL(0.95 * n) THEN duration_ms END) AS p95_ms,
+       MAX(duration_ms) AS max_ms
+FROM (SELECT app_name, operation, duration_ms,
+             ROW_NUMBER() OVER (PARTITION BY app_name, operation ORDER BY duration_ms) AS pos,
+             COUNT(*) OVER (PARTITION BY app_name, operation) AS n
+      FROM audit_log) ranked
+GROUP BY app_name, operation;

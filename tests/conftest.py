@@ -25,7 +25,9 @@ from adk_oceanbase.config import Config
 from adk_oceanbase.engine import Database
 from adk_oceanbase import upgrade
 
-OUR_TABLES = ("session_events", "session_state", "agent_sessions", "agent_memories", "memory_opt_out", "debug_archive")
+OUR_TABLES = (
+    "session_events", "session_state", "agent_sessions", "agent_memories", "memory_opt_out", "debug_archive", "audit_log",
+)
 
 
 def _free_port() -> int:

@@ -136,3 +136,31 @@ async def test_0006_backfills_turn_positions_and_stems_search_text(fresh_url):
         assert (await rows())["turn"] == ("8 May 2025, Melanie: I painted two lakes",)
     finally:
         await db.close()
+
+
+async def test_0010_completes_after_an_interrupted_run(fresh_url):
+    """MySQL DDL commits statement by statement: a crash inside 0010 leaves part of it; running again finishes it."""
+    db = Database(Config.from_url(fresh_url))
+    try:
+        await migrations.upgrade(db, "0009")
+        async with db.engine.begin() as conn:  # what 0010 had done when it was interrupted
+            await conn.execute(text("ALTER TABLE session_events ADD COLUMN redacted SMALLINT NOT NULL DEFAULT 0"))
+            await conn.execute(text(
+                "CREATE TABLE audit_log (audit_id BIGINT NOT NULL AUTO_INCREMENT PRIMARY KEY, at DATETIME(6) NOT NULL,"
+                " operation VARCHAR(32) NOT NULL, app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,"
+                " user_id VARCHAR(128) COLLATE utf8mb4_bin, session_id VARCHAR(128) COLLATE utf8mb4_bin,"
+                " event_id VARCHAR(128) COLLATE utf8mb4_bin, invocation_id VARCHAR(256) COLLATE utf8mb4_bin,"
+                " duration_ms DOUBLE NOT NULL, status VARCHAR(8) NOT NULL, error_code VARCHAR(64), row_count BIGINT)"
+                " DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"))
+            await conn.execute(text("CREATE INDEX ix_audit_user_time ON audit_log (app_name, user_id, at)"))
+        assert await migrations.upgrade(db) == migrations.head_revision()
+        async with db.engine.connect() as conn:
+            indexes = set((await conn.execute(text(
+                "SELECT DISTINCT index_name FROM information_schema.statistics"
+                " WHERE table_schema = DATABASE() AND table_name = 'audit_log'"))).scalars().all())
+            views = set((await conn.execute(text(
+                "SELECT table_name FROM information_schema.views WHERE table_schema = DATABASE()"))).scalars().all())
+        assert {"ix_audit_user_time", "ix_audit_time"} <= indexes
+        assert {"v_audit_access", "v_audit_error_rate", "v_audit_latency"} <= views
+    finally:
+        await db.close()

@@ -13,7 +13,7 @@ from google.adk.events.event_actions import EventActions
 from google.genai import types
 from sqlalchemy import text
 
-from adk_oceanbase import Config, OceanBaseSessionService
+from adk_oceanbase import AuditSettings, Config, OceanBaseSessionService
 from adk_oceanbase import migrations
 from adk_oceanbase.engine import Database
 from adk_oceanbase.schema import metadata
@@ -170,12 +170,13 @@ PARAMS = {
     "session_id": "s-alice-1",
     "since": datetime.datetime(2000, 1, 1),
     "limit": 10,
+    "min_ms": 0,
 }
 
 
 @pytest.fixture
 async def seeded(database):
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=database, audit=AuditSettings(read_sample=1.0))
     s = await svc.create_session(app_name="analytics", user_id="alice", session_id="s-alice-1", state={"user:tier": "gold"})
     await svc.append_event(s, Event(author="user", content=types.Content(role="user", parts=[types.Part(text="weather?")])))
     call = types.Part(function_call=types.FunctionCall(name="get_weather", args={"city": "Paris"}))

@@ -24,6 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
 from .._lifecycle import DatabaseService
+from ..audit import AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
 from ..errors import (
@@ -35,6 +36,7 @@ from ..errors import (
     driver_error_code,
 )
 from ..governance import queries as gq
+from ..redaction import RedactionPolicy, redact_value
 from ..schema import agent_memories
 from ..sessions.codec import check_id, check_text, check_timestamp, decode_event
 from ..telemetry import traced
@@ -76,6 +78,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         settings: weights, retrieval knobs, ingest policy, vectorizer; see :class:`MemorySettings`.
         extractor: an :class:`LlmExtractor` to store LLM-extracted facts instead of raw turns.
         auto_setup: create the schema on first use when it is missing.
+        redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the apps
+            it covers, memory content (added, ingested turns, LLM-extracted facts),
+            topics and metadata are redacted before they are written, so the
+            stored content, its ``search_text`` and its embedding all derive from
+            the redacted text. Unset: off.
+        audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
+            service's) to write ``audit_log`` rows. Unset: off.
 
     Example:
         >>> import asyncio
@@ -99,8 +108,12 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         settings: MemorySettings | None = None,
         extractor: LlmExtractor | None = None,
         auto_setup: bool = True,
+        redaction: RedactionPolicy | None = None,
+        audit: AuditSettings | None = None,
     ):
         self._bind_database(url, config, database, engine, auto_setup)
+        self._redaction = redaction
+        self._auditor = Auditor(audit)
         self._embedder = embedder or default_embedder()
         self.settings = settings or MemorySettings()
         self._extractor = extractor
@@ -219,6 +232,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     # --------------------------------------------------------------- ingest
     @override
     @traced
+    @audited(by_session("memory_add"))
     async def add_session_to_memory(self, session: "Session") -> None:
         """Remembers a whole session, from its stored full event log when this database holds it.
 
@@ -250,6 +264,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     @override
     @traced
+    @audited(by_ids("memory_add"))
     async def add_events_to_memory(
         self,
         *,
@@ -291,7 +306,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
             if d.author is not None:
                 check_text(f"author of event {d.event_ids}", d.author)
-        await self._write(app, user, drafts)
+        await self._write(app, user, await self._redacted_drafts(app, drafts))
 
     async def _turn_positions(
         self, app: str, user: str, sid: str, events: Sequence["Event"], whole_session: bool
@@ -344,6 +359,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             drafts.extend(ex.drafts(app, user, session_id, group, facts, meta))
         return drafts
 
+    def _redacts(self, app: str) -> bool:
+        return self._redaction is not None and self._redaction.active_for(app)
+
+    async def _redacted_drafts(self, app: str, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
+        """Drafts with content, topics and metadata redacted (one redactor call for the batch)."""
+        if not drafts or not self._redacts(app):
+            return drafts
+        clean = await redact_value(self._redaction.redactor, [[d.content, d.topics, d.custom_metadata] for d in drafts])
+        for d, (content, topics, meta) in zip(drafts, clean):
+            d.content, d.topics, d.custom_metadata = content, topics, meta
+        return drafts
+
     async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
         """Writes drafts in one transaction, again when a concurrent writer of the same memories won.
 
@@ -361,7 +388,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             # Checked again here: an opt-out committed while the drafts were made still wins.
             if (await conn.execute(gq.opt_out_of(app, user))).first() is not None:
                 return None
-            return await write_drafts(conn, app, user, drafts, now)
+            new = await write_drafts(conn, app, user, drafts, now)
+            if (audit := current_entry()) is not None:
+                audit.row_count = len(new)
+                await conn.execute(audit.insert())
+            return new
 
         # Idempotent (known ids are skipped): a deadlock victim or a lost connection re-runs it
         # (_rerunnable_tx), and so does a write that lost a race for the same new rows (1062).
@@ -381,6 +412,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     @override
     @traced
+    @audited(by_ids("memory_add"))
     async def add_memory(
         self,
         *,
@@ -395,7 +427,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         ``MemorySettings.min_confidence`` the memory is stored but never returned.
         """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
-        drafts = []
+        given = []
         for entry in memories:
             body = _text(entry)
             if not body:
@@ -406,6 +438,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                     "(MemorySettings.max_content_chars): store it as several memories"
                 )
             check_text("memory content", body)
+            if entry.author is not None:
+                check_text("memory author", entry.author)
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
             topics = args.check_topics(meta.pop("topics", None) or [])
             importance = args.check_importance(meta.pop("importance", 0.5))
@@ -414,16 +448,19 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             sid = meta.pop("session_id", None)
             if sid is not None:
                 sid = check_id("custom_metadata['session_id']", sid)
+            given.append((entry, body, topics, meta, importance, confidence, sid))
+        if given and self._redacts(app):  # before the ids: a content-derived id must not hash the raw text
+            clean = await redact_value(self._redaction.redactor, [[body, topics, meta] for _, body, topics, meta, *_ in given])
+            given = [(g[0], body, topics, meta, *g[4:]) for g, (body, topics, meta) in zip(given, clean)]
+        drafts = []
+        for entry, body, topics, meta, importance, confidence, sid in given:
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
             check_id("memory id", mid, max_len=64)
-            if entry.author is not None:
-                check_text("memory author", entry.author)
             drafts.append(
                 MemoryDraft(
                     memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
                     session_id=sid, event_ids=[], extractor="manual",
-                    topics=topics, importance=importance, custom_metadata=meta,
-                    confidence=confidence,
+                    topics=topics, importance=importance, custom_metadata=meta, confidence=confidence,
                 )
             )
         await self._engine()
@@ -431,6 +468,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
     @override
     @traced
+    @audited(by_ids("memory_delete"))
     async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
         """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
         if not memory_id:
@@ -438,7 +476,14 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         memory_id = check_id("memory_id", memory_id, max_len=64)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
-        await self._rerunnable_tx(lambda conn: conn.execute(stmt, params))
+
+        async def delete(conn: AsyncConnection) -> None:
+            deleted = await conn.execute(stmt, params)
+            if (audit := current_entry()) is not None:
+                audit.row_count = deleted.rowcount
+                await conn.execute(audit.insert())
+
+        await self._rerunnable_tx(delete)
 
     # ----------------------------------------------------------- governance
     async def set_memory_opt_out(
@@ -492,6 +537,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     # --------------------------------------------------------------- search
     @override
     @traced
+    @audited(by_ids("memory_search"), read=True, count=lambda r: len(r.memories))
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         """ADK's search (its memory tools call it): ``search_memory_top_k`` hits, counted as an access
         unless ``search_memory_counts_access`` says otherwise (see :class:`MemorySettings`)."""
@@ -502,6 +548,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return SearchMemoryResponse(memories=[h.entry for h in hits])
 
     @traced
+    @audited(by_ids("memory_search"), read=True, count=len)
     async def search(
         self,
         app_name: str,

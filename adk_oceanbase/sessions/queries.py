@@ -94,10 +94,10 @@ UPDATE agent_sessions
 RAW_INSERT_EVENT = """
 INSERT INTO session_events
     (app_name, user_id, session_id, seq, event_id, invocation_id, author, branch,
-     event_type, ts, event_time, token_count, is_final, compacted_by, event_json)
+     event_type, ts, event_time, token_count, is_final, compacted_by, event_json, redacted)
 VALUES
     (%(app)s, %(user)s, %(sid)s, %(seq)s, %(event_id)s, %(invocation_id)s, %(author)s, %(branch)s,
-     %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s)
+     %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s, %(redacted)s)
 """
 
 RAW_UPSERT_STATE = """

@@ -25,6 +25,7 @@ import pymysql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .._lifecycle import DatabaseService
+from ..audit import RAW_INSERT_AUDIT, AuditSettings, Auditor, audited, by_appended_event, by_ids, current_entry
 from ..rawtx import COMMIT, RawTransaction
 from ..config import Config
 from ..engine import Database
@@ -45,6 +46,7 @@ from ..compaction import coverage
 from ..governance import debug_archive as dbg
 from ..governance import erasure
 from ..governance import queries as gq
+from ..redaction import RedactionPolicy, redact_event, redact_value
 from ..tokens import EstimatingTokenCounter, TokenCounter
 from ..telemetry import traced
 from . import codec
@@ -94,6 +96,14 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         debug_archive: keep the ``temp:`` state and tool scratch values ADK
             discards, per session in a bounded FIFO (:meth:`debug_entries`,
             :meth:`export_debug_jsonl`); off when ``None`` (the default).
+        redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the
+            apps it covers, state values and every appended event (text, tool
+            calls and responses, state delta, compaction summary) are redacted
+            before the transaction starts, the stored rows carry
+            ``redacted = 1``, and the caller's session receives the redacted
+            event: what is stored is what the agent sees next. Unset: off.
+        audit: :class:`~adk_oceanbase.audit.AuditSettings` to write ``audit_log``
+            rows (writes in their own transaction, reads sampled). Unset: off.
 
     Example:
         >>> import asyncio
@@ -119,6 +129,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         compaction_policy: Any = None,
         compaction_summarizer: Any = None,
         debug_archive: dbg.DebugArchiveSettings | None = None,
+        redaction: RedactionPolicy | None = None,
+        audit: AuditSettings | None = None,
     ):
         self._bind_database(url, config, database, engine, auto_setup)
         self._counter = token_counter or EstimatingTokenCounter()
@@ -126,6 +138,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         self._compaction_policy = compaction_policy
         self._compaction_summarizer = compaction_summarizer
         self._debug_archive = debug_archive
+        self._redaction = redaction
+        self._auditor = Auditor(audit)
 
     # ---------------------------------------------------------------- lifecycle
     async def close(self) -> None:
@@ -169,8 +183,12 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     def _mark(session: Session, seq: int) -> None:
         session._storage_update_marker = f"{_MARKER}{seq}"
 
+    def _redacts(self, app: str) -> bool:
+        return self._redaction is not None and self._redaction.active_for(app)
+
     # ---------------------------------------------------------------- ADK API
     @traced
+    @audited(by_ids("create_session"))
     async def create_session(
         self,
         *,
@@ -181,6 +199,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     ) -> Session:
         app, user, sid = self._ids(app_name, user_id, session_id)
         sid = sid or str(uuid.uuid4())
+        if state and self._redacts(app):
+            state = await redact_value(self._redaction.redactor, state)
         encoded = codec.encode_state(codec.split_state(state))
         document = codec.state_document(encoded)
         codec.check_state_size(document, self.config.max_event_bytes)
@@ -192,18 +212,23 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         statements = [(q.RAW_INSERT_SESSION, row)]
         if encoded:
             statements.append((q.RAW_UPSERT_STATE, self._state_rows(app, user, sid, encoded, when)))
-        statements += [(q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}), (COMMIT, None)]
+        select_at = len(statements)
+        statements.append((q.RAW_SELECT_STATE_ROWS, {"app": app, "user": user, "sid": sid}))
+        if (audit := current_entry()) is not None:
+            audit.session_id, audit.row_count = sid, 1
+            statements.append((RAW_INSERT_AUDIT, audit.row()))  # same packet: see adk_oceanbase.audit
+        statements.append((COMMIT, None))
         try:
             try:
                 async with self._raw_tx() as tx:
-                    state_rows = (await tx.batch(statements))[-2][1]
+                    state_rows = (await tx.batch(statements))[select_at][1]
             except ConnectionLostError:
                 # The first run may have committed: a row with our creation time is ours.
                 if await self._read(lambda conn: _created_at(conn, app, user, sid)) == when:
                     logger.info("create_session committed before the connection was lost")
                     return await self.get_session(app_name=app, user_id=user, session_id=sid)
                 async with self._raw_tx() as tx:
-                    state_rows = (await tx.batch(statements))[-2][1]
+                    state_rows = (await tx.batch(statements))[select_at][1]
         except DuplicateKeyError as exc:
             raise SessionAlreadyExistsError(f"Session with id {sid} already exists.") from exc
         except PacketTooLargeError as exc:
@@ -215,6 +240,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return session
 
     @traced
+    @audited(by_ids("get_session"), read=True, count=lambda s: len(s.events) if s else 0)
     async def get_session(
         self,
         *,
@@ -273,6 +299,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return session
 
     @traced
+    @audited(by_ids("list_sessions"), read=True, count=lambda r: len(r.sessions))
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
         app = codec.check_id("app_name", app_name)
         user = codec.check_id("user_id", user_id) if user_id is not None else None
@@ -285,6 +312,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return ListSessionsResponse(sessions=self._sessions_with_state(app, rows, state_rows))
 
     @traced
+    @audited(by_ids("list_sessions"), read=True, count=lambda p: len(p.sessions))
     async def list_sessions_page(
         self,
         *,
@@ -344,6 +372,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return sessions
 
     @traced
+    @audited(by_ids("delete_session"))
     async def delete_session(self, *, app_name: str, user_id: str, session_id: str) -> None:
         """Deletes the session with its events and session-scoped state in one transaction.
 
@@ -392,8 +421,13 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return {r.state_key: codec.decode_value(r.value_json) for r in rows}
 
     @traced
+    @audited(by_appended_event)
     async def append_event(self, session: Session, event: Event) -> Event:
         """Persists ``event`` and its state delta atomically, then applies it to ``session``.
+
+        With a redaction policy active for the app, the event is redacted
+        before the transaction (a redactor failure writes nothing) and the
+        redacted copy is what is stored, appended to ``session`` and returned.
 
         Raises:
             StaleSessionConflictError: (an ADK ``StaleSessionError``) when
@@ -414,22 +448,31 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         if len(persisted) != len(delta):
             actions = event.actions.model_copy(update={"state_delta": persisted})
             stored_event = event.model_copy(update={"actions": actions})
+        redacting, changed, debug_source = self._redacts(app), False, event
+        if redacting:
+            clean = await redact_event(self._redaction.redactor, stored_event)
+            changed, stored_event = clean is not stored_event, clean
+            if changed and persisted:
+                persisted = dict(stored_event.actions.state_delta)
+            if self._debug_archive is not None:
+                # the archive keeps the temp: values storage drops: they are redacted too
+                debug_source = await redact_event(self._redaction.redactor, event)
         encoded_state = codec.encode_state(codec.split_state(persisted))
         payload, tokens = codec.encode_event(stored_event, counter=self._counter, max_bytes=self.config.max_event_bytes)
         when = codec.to_datetime(event.timestamp)
         marker = session._storage_update_marker
         expected = int(marker[len(_MARKER):]) if marker and marker.startswith(_MARKER) else None
 
-        row = self._event_row(app, user, sid, stored_event, payload, tokens, when)
+        row = self._event_row(app, user, sid, stored_event, payload, tokens, when, redacting)
         state_rows = self._state_rows(app, user, sid, encoded_state, when) if encoded_state else None
         try:
-            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=False, debug_source=event)
+            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=False, debug_source=debug_source)
         except (ConnectionLostError, DeadlockError):
             # A deadlock victim was rolled back; after a lost connection the
             # first run may have committed.  One more run is safe either way:
             # it looks for the event's id first, and the compare-and-set does the rest.
             logger.info("append_event of %s re-run after a deadlock or a lost connection", event.id)
-            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=True, debug_source=event)
+            seq = await self._store_event(session, expected, row, state_rows, stored_event, payload, rerun=True, debug_source=debug_source)
         except PacketTooLargeError as exc:
             # The event JSON carries the state delta, which goes again as state rows, both escaped.
             raise EventTooLargeError(f"event {event.id} with its state delta is too large to write: {exc}") from exc
@@ -439,6 +482,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         # Committed: now mirror ADK's in-memory bookkeeping on the caller's session.
         self._apply_temp_state(session, event)
         event = self._trim_temp_delta_state(event)
+        if changed:
+            event = stored_event  # the caller's session holds what storage holds
         self._commit_event_to_session(session, event)
         session.last_update_time = event.timestamp
         self._mark(session, seq)
@@ -459,10 +504,12 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         """The append transaction; returns the event's new ``seq``, or ``None`` for a redelivered event.
 
         ``rerun`` after an attempt whose outcome is unknown: an event id
-        already stored where that attempt put it means it committed.
-        ``debug_source`` is the event as given (``temp:`` keys included) for the debug archive.
+        already stored where that attempt put it means it committed (with
+        its audit row, which rode in the same packet).  ``debug_source`` is
+        the event as given (``temp:`` keys included) for the debug archive.
         """
         app, user, sid, event_id = row["app"], row["user"], row["sid"], row["event_id"]
+        compacting = event.actions is not None and event.actions.compaction is not None
         async with self._raw_tx() as tx:
             if rerun:
                 found = await self._stored_seq(tx, app, user, sid, event_id)
@@ -477,6 +524,10 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             statements = [(q.RAW_BUMP_SESSION_CAS, params), (q.RAW_INSERT_EVENT, {**row, "seq": seq + 1})]
             if state_rows:
                 statements.append((q.RAW_UPSERT_STATE, state_rows))
+            audit = current_entry()
+            if audit is not None and not compacting:
+                audit.row_count = 1
+                statements.append((RAW_INSERT_AUDIT, audit.row()))  # same packet: see adk_oceanbase.audit
             try:
                 matched = (await tx.batch(statements))[0][0] == 1
             except pymysql.err.IntegrityError as exc:
@@ -486,18 +537,24 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
                 matched = False
             if not matched:
                 await tx.rollback()
+                if audit is not None:
+                    audit.rolled_back()
                 if await self._stored_seq(tx, app, user, sid, event_id) is not None:
                     return None
                 raise StaleSessionConflictError(_STALE)
-            await self._archive_for(tx, app, user, sid, seq + 1, event, payload)
+            archived = await self._archive_for(tx, app, user, sid, seq + 1, event, payload)
             if self._debug_archive is not None and debug_source is not None:
                 await dbg.archive_event(tx, self._debug_archive, app, user, sid, seq + 1, debug_source, row["event_time"])
+            if audit is not None and compacting:
+                # a compaction's row waits for its archive count and rides with the COMMIT
+                audit.row_count = 1 + archived
+                await tx.batch([(RAW_INSERT_AUDIT, audit.row()), (COMMIT, None)])
         return seq + 1
 
     async def _archive_for(
         self, tx: RawTransaction, app: str, user: str, sid: str, seq: int, event: Event, payload: str
-    ) -> None:
-        """Compaction bookkeeping inside the append transaction (no-op for ordinary events).
+    ) -> int:
+        """Compaction bookkeeping inside the append transaction (no-op for ordinary events); returns rows archived.
 
         A compaction event archives the rows it covers (``compacted_by``); a
         rewind restores rows whose covering compaction it annuls. Both commit
@@ -505,14 +562,14 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         """
         actions = event.actions
         if actions is None:
-            return
+            return 0
         if actions.rewind_before_invocation_id:
             _, found = await tx.run(q.first_seq_of_invocation(app, user, sid, actions.rewind_before_invocation_id))
             first = found[0][0] if found else None
             if first is not None:
                 await tx.run(q.unarchive_from(app, user, sid, min_seq=first))
         if actions.compaction is None:
-            return
+            return 0
         _, rows = await tx.run(q.select_unarchived_rows(app, user, sid, below_seq=seq))
         stored = [coverage.StoredRow(row_seq, json.loads(event_json)) for row_seq, event_json in rows]
         seqs = coverage.rows_to_archive(stored, compaction=json.loads(payload), overlap=self._overlap)
@@ -521,6 +578,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             await tx.run(q.archive_seq_ranges(app, user, sid, ranges[i : i + 200], by_seq=seq))
         if seqs:
             logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
+        return len(seqs)
 
     # ---------------------------------------------------------------- governance
     async def delete_user_data(self, *, app_name: str, user_id: str) -> dict[str, int]:
@@ -593,7 +651,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return last_seq
 
     @staticmethod
-    def _event_row(app: str, user: str, sid: str, event: Event, payload: str, tokens: int, when: Any) -> dict:
+    def _event_row(
+        app: str, user: str, sid: str, event: Event, payload: str, tokens: int, when: Any, redacted: bool = False
+    ) -> dict:
         """The event's row, all but its ``seq`` (known inside the transaction)."""
         return {
             "app": app,
@@ -609,6 +669,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             "token_count": tokens,
             "is_final": 1 if event.is_final_response() else 0,
             "event_json": payload,
+            "redacted": 1 if redacted else 0,
         }
 
 

@@ -1,7 +1,7 @@
 """Governance: memory poisoning guards, per-user memory opt-out, the debug archive.
 
 Revision ID: 0011
-Revises: 0009
+Revises: 0010
 Create Date: 2026-11-24
 
 * ``agent_memories.tainted`` (0/1) and ``agent_memories.confidence`` (0..1,
@@ -24,7 +24,7 @@ from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
 from adk_oceanbase import ddl_steps as steps
 
 revision = "0011"
-down_revision = "0009"
+down_revision = "0010"
 branch_labels = None
 depends_on = None
 

@@ -1,4 +1,4 @@
--- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0005) and adk_oceanbase/schema.py.
+-- adk-oceanbase schema for OceanBase 4.3.5+ / seekdb (MySQL mode), equivalent to Alembic head (revision 0010) and adk_oceanbase/schema.py.
 -- Prefer `adk-oceanbase db upgrade --url URL`: it creates exactly this and records the revision.
 -- This file is for DBAs who apply DDL by hand (then apply ../views.sql for the analyst views); tests/test_sql_files.py checks it matches a migrated database.
 -- Keys are utf8mb4_bin (case-sensitive, like ADK's ids); timestamps are UTC (DATETIME(6)), exact epochs in DOUBLE.
@@ -35,6 +35,7 @@ CREATE TABLE session_events (
   is_final SMALLINT NOT NULL DEFAULT 0,
   compacted_by BIGINT,                        -- seq of the compaction event covering this one; NULL while live
   event_json LONGTEXT NOT NULL,               -- the full ADK Event as JSON
+  redacted SMALLINT NOT NULL DEFAULT 0,       -- 1: the app's redaction policy ran over it before it was written
   CONSTRAINT pk_session_events PRIMARY KEY (app_name, user_id, session_id, seq),
   CONSTRAINT uq_session_events_event_id UNIQUE (app_name, user_id, session_id, event_id),
   INDEX ix_events_session_ts (app_name, user_id, session_id, ts)
@@ -85,6 +86,24 @@ CREATE TABLE agent_memories (
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
   INDEX ix_memories_embed_status (embed_status, updated_at),
   INDEX ix_memories_session_pos (app_name, user_id, session_id, turn_pos)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE audit_log (                                  -- one row per audited operation; ids and numbers, never content
+  audit_id BIGINT NOT NULL AUTO_INCREMENT,
+  at DATETIME(6) NOT NULL,
+  operation VARCHAR(32) NOT NULL,                         -- create_session | get_session | list_sessions | delete_session | append | compaction | memory_add | memory_search | memory_delete | retention_sweep | delete_user
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin,
+  event_id VARCHAR(128) COLLATE utf8mb4_bin,
+  invocation_id VARCHAR(256) COLLATE utf8mb4_bin,
+  duration_ms DOUBLE NOT NULL,
+  status VARCHAR(8) NOT NULL,                             -- ok | error
+  error_code VARCHAR(64),                                 -- the error's class name (":<driver error number>" when it has one)
+  row_count BIGINT,                                       -- events, sessions, memories or rows the operation read or wrote
+  PRIMARY KEY (audit_id),
+  INDEX ix_audit_user_time (app_name, user_id, at),
+  INDEX ix_audit_time (at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text) WITH PARSER ik;   -- ik: words for English, dictionary segmentation for CJK (migrations 0004, 0005)
