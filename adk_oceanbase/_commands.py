@@ -328,7 +328,7 @@ async def _gc(args: argparse.Namespace) -> int:
     db = Database(Config.from_url(args.url) if args.url else Config.from_env())
     try:
         with _spinner("sweeping expired sessions and memories ..."):
-            counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run)
+            counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run, audit=args.audit)
     finally:
         await db.close()
     verb = "would delete" if args.dry_run else "deleted"

@@ -113,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     gc.add_argument("--session-ttl", help="delete sessions not updated for this long, e.g. 30d, 12h")
     gc.add_argument("--memory-ttl", help="delete memories neither created nor read for this long, e.g. 180d")
     gc.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
+    gc.add_argument("--audit", action="store_true", help="record each deleting batch in audit_log (retention_sweep)")
     return p
 
 

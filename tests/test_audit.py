@@ -4,6 +4,7 @@ On seekdb and on MariaDB."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -218,3 +219,34 @@ async def test_analyst_views_and_queries_answer(db):
     ]
     assert [(r.operation, int(r.errors), r.top_error_code) for r in errors][0] == ("append", 1, "StaleSessionConflictError")
     assert [r.duration_ms for r in slow] == durations[:2]
+
+
+async def test_erasure_and_retention_sweeps_are_recorded(database):
+    """delete_user_data leaves one delete_user row (the user's older rows go); sweeps record each batch."""
+    from adk_oceanbase.governance import Retention, RetentionPolicy, sweep
+
+    svc = OceanBaseSessionService(database=database, audit=AuditSettings())
+    try:
+        for sid in ("a", "b"):
+            s = await svc.create_session(app_name="erase", user_id="gone", session_id=sid)
+            await svc.append_event(s, Event(author="user", content=types.Content(role="user", parts=[types.Part(text="hi")])))
+        await svc.create_session(app_name="erase", user_id="stays", session_id="c")
+        counts = await svc.delete_user_data(app_name="erase", user_id="gone")
+        async with database.engine.connect() as conn:
+            rows = (await conn.execute(text(
+                "SELECT operation, status, row_count FROM audit_log WHERE app_name = 'erase' AND user_id = 'gone'"
+            ))).all()
+        assert [tuple(r) for r in rows] == [("delete_user", "ok", sum(counts.values()))]
+        assert counts["audit_log"] == 4  # two creates and two appends of the erased user
+
+        old = OceanBaseSessionService(database=database)
+        await old.create_session(app_name="sweep", user_id="u", session_id="old")
+        await sweep(database, RetentionPolicy(Retention(session_ttl="1d")), apps=["sweep"], now=time.time() + 3 * 86400,
+                    audit=True)
+        async with database.engine.connect() as conn:
+            swept = (await conn.execute(text(
+                "SELECT operation, user_id, row_count FROM audit_log WHERE app_name = 'sweep'"
+            ))).all()
+        assert [tuple(r) for r in swept] == [("retention_sweep", None, 1)]
+    finally:
+        await svc.close()

@@ -18,6 +18,7 @@ import logging
 
 from sqlalchemy import Table
 
+from ..audit import current_entry
 from ..engine import Database
 from ..schema import agent_sessions, metadata, session_events, session_state
 from ..sessions.codec import check_id
@@ -42,7 +43,9 @@ def user_tables() -> list[Table]:
 async def delete_user_data(db: Database, app_name: str, user_id: str) -> dict[str, int]:
     """Deletes every row of ``user_id`` in ``app_name``; returns rows deleted per table (zeros included).
 
-    ``user_id`` matches exactly (the key columns are ``utf8mb4_bin``).
+    ``user_id`` matches exactly (the key columns are ``utf8mb4_bin``).  With
+    auditing on, the user's earlier audit rows go too and one ``delete_user``
+    row (ids and a row count, never content) records the erasure itself.
     """
     app, user = check_id("app_name", app_name), check_id("user_id", user_id)
     counts: dict[str, int] = {}
@@ -50,5 +53,9 @@ async def delete_user_data(db: Database, app_name: str, user_id: str) -> dict[st
         locked = (await conn.execute(q.lock_user_sessions(app, user))).all()
         for table in user_tables():
             counts[table.name] = int((await conn.execute(q.delete_user_rows(table, app, user))).rowcount or 0)
+        if (audit := current_entry()) is not None:
+            # the erasure's own record survives it (who was erased, when, how many rows): no content
+            audit.row_count = sum(counts.values())
+            await conn.execute(audit.insert())
     logger.info("deleted user data (%d session(s), %d row(s) in all)", len(locked), sum(counts.values()))
     return counts

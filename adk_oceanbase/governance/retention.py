@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Mapping
 
+from ..audit import AuditEntry
 from ..engine import Database
 from ..errors import ValidationError
 from ..sessions.codec import check_id
@@ -117,11 +118,14 @@ async def sweep(
     now: float | None = None,
     session_batch: int = 100,
     memory_batch: int = 500,
+    audit: bool = False,
 ) -> SweepCounts:
     """Deletes expired sessions and memories of ``apps`` (default: every app with data); returns the counts.
 
     Each batch is its own transaction; run it as often as you like (a second
     run right after finds nothing).  ``now`` (epoch seconds) is for tests and replays.
+    ``audit=True`` writes one ``retention_sweep`` row to ``audit_log`` in each
+    deleting batch's transaction (the app and the rows it deleted).
     """
     if not (isinstance(session_batch, int) and session_batch >= 1 and isinstance(memory_batch, int) and memory_batch >= 1):
         raise ValidationError("session_batch and memory_batch must be positive integers")
@@ -135,16 +139,16 @@ async def sweep(
     for app in targets:
         ttl = policy.for_app(app)
         if ttl.session_ttl is not None:
-            total.add(await _sweep_sessions(db, app, now - ttl.session_ttl, session_batch, dry_run))
+            total.add(await _sweep_sessions(db, app, now - ttl.session_ttl, session_batch, dry_run, audit))
         if ttl.memory_ttl is not None:
             cutoff = datetime.fromtimestamp(now - ttl.memory_ttl, tz=timezone.utc).replace(tzinfo=None)
-            total.memories += await _sweep_memories(db, app, cutoff, memory_batch, dry_run)
+            total.memories += await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
     if total.sessions or total.memories:
         logger.info("retention %s: %s", "dry run" if dry_run else "sweep", total)
     return total
 
 
-async def _sweep_sessions(db: Database, app: str, cutoff: float, batch: int, dry_run: bool) -> SweepCounts:
+async def _sweep_sessions(db: Database, app: str, cutoff: float, batch: int, dry_run: bool, audit: bool) -> SweepCounts:
     if dry_run:
         async with connection(db) as conn:
             sessions, events = (await conn.execute(q.expired_sessions_totals(app, cutoff))).one()
@@ -162,11 +166,13 @@ async def _sweep_sessions(db: Database, app: str, cutoff: float, batch: int, dry
                 out.state_rows += (await conn.execute(q.delete_sessions_state(app, locked))).rowcount
                 out.debug_entries += (await conn.execute(q.delete_sessions_debug(app, locked))).rowcount
                 out.sessions += (await conn.execute(q.delete_sessions_rows(app, locked))).rowcount
+                if audit:
+                    await conn.execute(AuditEntry("retention_sweep", app, row_count=len(locked)).insert())
         if len(keys) < batch:
             return out
 
 
-async def _sweep_memories(db: Database, app: str, cutoff: datetime, batch: int, dry_run: bool) -> int:
+async def _sweep_memories(db: Database, app: str, cutoff: datetime, batch: int, dry_run: bool, audit: bool) -> int:
     if dry_run:
         async with connection(db) as conn:
             return int((await conn.execute(q.count_expired_memories(app, cutoff))).scalar() or 0)
@@ -178,6 +184,8 @@ async def _sweep_memories(db: Database, app: str, cutoff: datetime, batch: int, 
             return deleted
         async with transaction(db) as conn:
             n = (await conn.execute(q.delete_expired_memories(app, keys, cutoff))).rowcount
+            if audit and n:
+                await conn.execute(AuditEntry("retention_sweep", app, row_count=n).insert())
         deleted += n
         # n == 0: every row of the batch was read by a search meanwhile; a later sweep continues
         if len(keys) < batch or n == 0:
@@ -202,6 +210,7 @@ class RetentionWorker:
         *,
         interval_s: float = 3600.0,
         apps: Iterable[str] | None = None,
+        audit: bool = False,
     ):
         if not interval_s > 0:
             raise ValidationError("interval_s must be positive")
@@ -209,6 +218,7 @@ class RetentionWorker:
         self._policy = policy
         self._interval = float(interval_s)
         self._apps = list(apps) if apps is not None else None
+        self._audit = audit
         self._stop = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.last: SweepCounts | None = None
@@ -225,7 +235,7 @@ class RetentionWorker:
     async def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.last = await sweep(self._db, self._policy, apps=self._apps)
+                self.last = await sweep(self._db, self._policy, apps=self._apps, audit=self._audit)
                 self.sweeps += 1
             except Exception:  # keep sweeping later: a database outage must not end the worker
                 logger.exception("retention sweep failed; retrying in %.0f s", self._interval)

@@ -389,10 +389,14 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         app, user, sid = self._ids(app_name, user_id, session_id)
 
         async def delete(conn: AsyncConnection) -> None:
+            events = 0
             if (await conn.execute(q.delete_session(app, user, sid))).rowcount:
-                await conn.execute(q.delete_events(app, user, sid))
+                events = (await conn.execute(q.delete_events(app, user, sid))).rowcount
                 await conn.execute(q.delete_session_state(app, user, sid))
                 await conn.execute(gq.delete_debug_session(app, user, sid))
+            if (audit := current_entry()) is not None:
+                audit.row_count = events
+                await conn.execute(audit.insert())
 
         await self._rerunnable_tx(delete)  # deleting twice is deleting once
 
@@ -581,6 +585,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         return len(seqs)
 
     # ---------------------------------------------------------------- governance
+    @traced
+    @audited(by_ids("delete_user"))
     async def delete_user_data(self, *, app_name: str, user_id: str) -> dict[str, int]:
         """Erases the user from every table in one transaction; returns rows deleted per table.
 
