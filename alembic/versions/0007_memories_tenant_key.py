@@ -25,6 +25,9 @@ tenants now share a memory id: such rows cannot go back under a global key.
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects.mysql import DATETIME
+
+from adk_oceanbase import ddl_steps as steps
 
 revision = "0007"
 down_revision = "0006"
@@ -44,18 +47,6 @@ def _primary_key() -> list[str]:
     return [str(r[0]).lower() for r in rows]
 
 
-def _has_column(name: str) -> bool:
-    return bool(
-        op.get_bind().execute(
-            sa.text(
-                "SELECT COUNT(*) FROM information_schema.columns WHERE table_schema = DATABASE() "
-                "AND table_name = 'agent_memories' AND column_name = :c"
-            ),
-            {"c": name},
-        ).scalar()
-    )
-
-
 def _set_key(columns: list[str]) -> None:
     if _primary_key() != columns:
         op.execute(f"ALTER TABLE agent_memories DROP PRIMARY KEY, ADD PRIMARY KEY ({', '.join(columns)})")
@@ -63,18 +54,15 @@ def _set_key(columns: list[str]) -> None:
 
 def upgrade() -> None:
     _set_key(_TENANT_KEY)
-    if not _has_column("embed_claim"):
-        op.execute("ALTER TABLE agent_memories ADD COLUMN embed_claim VARCHAR(32) COLLATE utf8mb4_bin")
-    if not _has_column("embed_claimed_at"):
-        op.execute("ALTER TABLE agent_memories ADD COLUMN embed_claimed_at DATETIME(6)")
+    steps.add_column("agent_memories", sa.Column("embed_claim", sa.String(32, collation="utf8mb4_bin"), nullable=True))
+    steps.add_column("agent_memories", sa.Column("embed_claimed_at", DATETIME(fsp=6), nullable=True))
     op.execute("UPDATE agent_memories SET embed_status = 'pending', embed_attempts = 0 WHERE embed_status = 'failed'")
 
 
 def downgrade() -> None:
     # Claimed rows go back to the statuses the old code knows.
-    if _has_column("embed_claim"):
+    if steps.has_column("agent_memories", "embed_claim"):
         op.execute("UPDATE agent_memories SET embed_status = 'pending' WHERE embed_status = 'embedding'")
-        op.execute("ALTER TABLE agent_memories DROP COLUMN embed_claim")
-    if _has_column("embed_claimed_at"):
-        op.execute("ALTER TABLE agent_memories DROP COLUMN embed_claimed_at")
+    steps.drop_column("agent_memories", "embed_claim")
+    steps.drop_column("agent_memories", "embed_claimed_at")
     _set_key(["memory_id"])

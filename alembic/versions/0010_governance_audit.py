@@ -24,6 +24,8 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects.mysql import DATETIME
 
+from adk_oceanbase import ddl_steps as steps
+
 revision = "0010"
 down_revision = "0009"
 branch_labels = None
@@ -98,50 +100,26 @@ _OLD_EVENTS = """
         FROM session_events"""
 
 
-def _names(sql: str, table: str) -> set[str]:
-    """Names information_schema lists for ``table`` (SQLAlchemy's reflection misreads OceanBase's
-    ``SHOW CREATE TABLE`` key lines, so indexes are read from ``statistics`` directly)."""
-    rows = op.get_bind().execute(sa.text(sql), {"t": table}).all()
-    return {r[0] for r in rows}
-
-
-def _columns(table: str) -> set[str]:
-    return _names(
-        "SELECT column_name FROM information_schema.columns WHERE table_schema = DATABASE() AND table_name = :t", table
-    )
-
-
-def _indexes(table: str) -> set[str]:
-    return _names(
-        "SELECT index_name FROM information_schema.statistics WHERE table_schema = DATABASE() AND table_name = :t", table
-    )
-
-
 def upgrade() -> None:
-    if "redacted" not in _columns("session_events"):
-        op.add_column("session_events", sa.Column("redacted", sa.SmallInteger, nullable=False, server_default="0"))
-    if not _columns("audit_log"):
-        op.create_table(
-            "audit_log",
-            sa.Column("audit_id", sa.BigInteger, primary_key=True, autoincrement=True),
-            sa.Column("at", DATETIME(fsp=6), nullable=False),
-            sa.Column("operation", sa.String(32), nullable=False),
-            sa.Column("app_name", sa.String(128, **_KEY), nullable=False),
-            sa.Column("user_id", sa.String(128, **_KEY), nullable=True),
-            sa.Column("session_id", sa.String(128, **_KEY), nullable=True),
-            sa.Column("event_id", sa.String(128, **_KEY), nullable=True),
-            sa.Column("invocation_id", sa.String(256, **_KEY), nullable=True),
-            sa.Column("duration_ms", sa.Double, nullable=False),
-            sa.Column("status", sa.String(8), nullable=False),
-            sa.Column("error_code", sa.String(64), nullable=True),
-            sa.Column("row_count", sa.BigInteger, nullable=True),
-            **_OPTS,
-        )
-    indexes = _indexes("audit_log")
-    if "ix_audit_user_time" not in indexes:
-        op.create_index("ix_audit_user_time", "audit_log", ["app_name", "user_id", "at"])
-    if "ix_audit_time" not in indexes:
-        op.create_index("ix_audit_time", "audit_log", ["at"])
+    steps.add_column("session_events", sa.Column("redacted", sa.SmallInteger, nullable=False, server_default="0"))
+    steps.create_table(
+        "audit_log",
+        sa.Column("audit_id", sa.BigInteger, primary_key=True, autoincrement=True),
+        sa.Column("at", DATETIME(fsp=6), nullable=False),
+        sa.Column("operation", sa.String(32), nullable=False),
+        sa.Column("app_name", sa.String(128, **_KEY), nullable=False),
+        sa.Column("user_id", sa.String(128, **_KEY), nullable=True),
+        sa.Column("session_id", sa.String(128, **_KEY), nullable=True),
+        sa.Column("event_id", sa.String(128, **_KEY), nullable=True),
+        sa.Column("invocation_id", sa.String(256, **_KEY), nullable=True),
+        sa.Column("duration_ms", sa.Double, nullable=False),
+        sa.Column("status", sa.String(8), nullable=False),
+        sa.Column("error_code", sa.String(64), nullable=True),
+        sa.Column("row_count", sa.BigInteger, nullable=True),
+        **_OPTS,
+    )
+    steps.create_index("ix_audit_user_time", "audit_log", ["app_name", "user_id", "at"])
+    steps.create_index("ix_audit_time", "audit_log", ["at"])
     for name, body in VIEWS.items():
         op.execute(f"CREATE OR REPLACE VIEW {name} AS {body}")
 
@@ -150,6 +128,5 @@ def downgrade() -> None:
     for name in _AUDIT_VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {name}")
     op.execute(f"CREATE OR REPLACE VIEW v_session_events AS {_OLD_EVENTS}")
-    op.execute("DROP TABLE IF EXISTS audit_log")
-    if "redacted" in _columns("session_events"):
-        op.drop_column("session_events", "redacted")
+    steps.drop_table("audit_log")
+    steps.drop_column("session_events", "redacted")
