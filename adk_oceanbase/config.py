@@ -143,7 +143,8 @@ class Config:
     """Longest app name, user id or session id accepted (the key columns are VARCHAR(128))."""
 
     query_timeout_s: float = 60.0
-    """Statement timeout on OceanBase/seekdb (``ob_query_timeout``; the server default is 10 s)."""
+    """Statement timeout: ``ob_query_timeout`` on OceanBase/seekdb (the server default is 10 s),
+    ``max_statement_time`` on MariaDB, ``max_execution_time`` (SELECTs only) on MySQL."""
 
     batch_statements: bool = True
     """Send an append's statements (and a create's) in one packet as a multi-statement.

@@ -79,7 +79,17 @@ class MySQLDialect(EngineDialect):
 
     name: str = "mysql"
     native_vectors: bool = False
+    mariadb: bool = False
+    """MariaDB rather than MySQL: the two spell the statement timeout differently."""
 
+    def init_statements(self, query_timeout_s: float) -> list[str]:
+        # MariaDB's max_statement_time (seconds) bounds every statement and
+        # fails it with 1969; MySQL's max_execution_time (milliseconds) bounds
+        # SELECTs only (3024).  Both map to QueryTimeoutError.
+        if self.mariadb:
+            return [f"SET time_zone = '+00:00', max_statement_time = {float(query_timeout_s):.6f}"]
+        ms = max(1, int(query_timeout_s * 1000))
+        return [f"SET time_zone = '+00:00', max_execution_time = {ms}"]
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> bytes:
         return np.asarray(vec, dtype="<f4").tobytes()
@@ -95,4 +105,4 @@ def dialect_for(server_version: str) -> EngineDialect:
     """Picks the dialect from ``SELECT VERSION()`` (OceanBase reports e.g. '5.7.25-OceanBase seekdb-v1.4.0.0')."""
     if "oceanbase" in server_version.lower():
         return OceanBaseDialect()
-    return MySQLDialect()
+    return MySQLDialect(mariadb="mariadb" in server_version.lower())

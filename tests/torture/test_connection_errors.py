@@ -241,3 +241,16 @@ async def test_a_slow_statement_is_a_query_timeout_and_a_held_lock_a_lock_timeou
                 await svc.delete_session(app_name=APP, user_id=USER, session_id=s.id)
     finally:
         await svc.close()
+
+
+async def test_mariadb_applies_the_statement_timeout(mariadb_migrated_url: str) -> None:
+    """``query_timeout_s`` bounds statements on MariaDB too (max_statement_time, 1969), not only on seekdb."""
+    svc = OceanBaseSessionService(config=Config.from_url(mariadb_migrated_url, query_timeout_s=0.5))
+    try:
+        with pytest.raises(QueryTimeoutError):
+            await svc._read(lambda conn: conn.execute(text("SELECT SLEEP(3)")))
+        # the connection stays usable and the session service still works
+        s = await svc.create_session(app_name=APP, user_id=USER)
+        assert (await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)) is not None
+    finally:
+        await svc.close()
