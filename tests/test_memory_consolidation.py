@@ -37,7 +37,8 @@ async def memory(database):
 async def rows(database):
     async with database.engine.connect() as conn:
         res = await conn.execute(text(
-            "SELECT memory_id, content, session_id, event_ids, superseded_by FROM agent_memories ORDER BY created_at"))
+            "SELECT memory_id, content, session_id, event_ids, superseded_by, occurrences FROM agent_memories "
+            "ORDER BY created_at"))
         return [r._asdict() for r in res]
 
 
@@ -54,7 +55,8 @@ async def test_exact_duplicates_merge_provenance_instead_of_inserting(memory, da
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[third, third], session_id="s3")
     got = await rows(database)
     assert len(got) == 1
-    assert got[0]["session_id"] == "s1"
+    assert got[0]["session_id"] == "s3"  # the row moved to the newest occurrence
+    assert got[0]["occurrences"] == 3
     assert json.loads(got[0]["event_ids"]) == [first.id, second.id, third.id]
     # Re-adding merged events changes nothing (idempotent even though they have no row of their own).
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[second, third], session_id="s2")

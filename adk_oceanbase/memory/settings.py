@@ -133,8 +133,8 @@ class MemorySettings:
     Authors are cached per user for ``author_cache_s``."""
 
     author_cache_s: float = 300.0
-    """How long a user's author names (``fulltext_drop_authors``) and size class
-    (``fulltext_overfetch_rows``) are cached; new authors ingested by this process are added at once."""
+    """How long a user's author names (``fulltext_drop_authors``) are cached; new authors ingested by
+    this process are added at once."""
 
     fusion: Literal["linear", "minmax", "rrf"] = "linear"
     """How the semantic and full-text signals are put on one scale before weighting.
@@ -176,16 +176,6 @@ class MemorySettings:
     """Candidates taken from each of the ANN and full-text lists before the final scoring.
 
     Measured (LoCoMo R@10, 0.6/0.4): 100 -> 0.591, 200 -> 0.599, 300 -> 0.598."""
-
-    fulltext_overfetch_rows: int = 20_000
-    """Users with at least this many memories take full-text candidates from the table's best
-    ``fulltext_overfetch`` matches (then keep their own) instead of filtering to the user first,
-    which reads every one of a big user's matching rows (1 user x 100k: ~370 ms).  Exact when
-    enough of the user's rows are among them; otherwise the search re-runs the filtered form.
-    Counted with a capped COUNT, cached with the author names (``author_cache_s``)."""
-
-    fulltext_overfetch: int = 400
-    """How many of the table's best full-text matches the over-fetch form reads (>= candidate_pool)."""
 
     vector_search: Literal["ann", "exact"] = "ann"
     """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (fine below ~10k)."""
