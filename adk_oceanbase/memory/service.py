@@ -595,7 +595,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._engine()
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
-        # A zero full-text weight skips the MATCH candidates altogether.
+        # A zero full-text weight skips the BM25 candidates altogether.
         ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:

@@ -38,7 +38,8 @@ class ScoreWeights:
     """Cosine similarity ``1 - cosine_distance`` between query and memory embedding."""
 
     fulltext: float = 0.5
-    """Full-text relevance (``MATCH ... AGAINST``) divided by the best full-text score among the candidates.
+    """Full-text relevance (BM25 over the user's own terms, ``memory.postings``) divided by the best
+    full-text score among the candidates.  (Before revision 0012: ``MATCH ... AGAINST``.)
 
     With stemming and author names out of the query the full-text half got strong enough that an
     even split beats 0.7/0.3 with the context signal on (10 conversations: 0.699 vs 0.694)."""
@@ -127,8 +128,10 @@ class MemorySettings:
     """Leave the user's single-word author names out of the full-text query (the vector still sees them).
 
     Every turn's ``search_text`` starts with its author ("Caroline: ..."), so in a user's own rows a
-    name is as common as "the"; but OceanBase's BM25 statistics cover all users' rows, where a name
-    is rare, and "What did Caroline paint?" ranked every Caroline turn by her name.  LoCoMo (10
+    name is as common as "the"; OceanBase's BM25 statistics covered all users' rows, where a name
+    is rare, and "What did Caroline paint?" ranked every Caroline turn by her name.  Since revision
+    0012 the statistics are the user's own (the name's idf is floored there), so this matters less;
+    not re-measured.  LoCoMo (10
     conversations in one table, numpy replica of table-wide BM25, 0.7/0.3): R@10 0.619 -> 0.648.
     Authors are cached per user for ``author_cache_s``."""
 
