@@ -126,7 +126,9 @@ def bm25_ctes(terms: Counter[str], where: str, params: dict[str, Any], pool: int
         # unseen query terms weigh ln((N + 0.5) / 0.5), the idf of df = 0
         "qm AS (SELECT COALESCE(SUM(i.w), 0) + (:qn_total - COALESCE(SUM(i.qn), 0)) * LN((MAX(st.n) + 0.5) / 0.5) "
         "AS mass FROM st LEFT JOIN idf i ON 1 = 1)",
-        "ft AS (SELECT p.memory_id, SUM(i.w * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * f.term_count / st.avgdl))) "
+        # MATERIALIZE (OceanBase; a comment elsewhere): ``ft`` is read twice (candidates, scores) and was
+        # otherwise computed twice: 107 -> 66 ms p50 for one user holding 30k memories.
+        "ft AS (SELECT /*+ MATERIALIZE */ p.memory_id, SUM(i.w * p.tf * (:k1 + 1) / (p.tf + :k1 * (1 - :b + :b * f.term_count / st.avgdl))) "
         "AS fts, SUM(i.w) / NULLIF(MAX(qm.mass), 0) AS cov "
         f"FROM {P} p JOIN idf i ON i.term = p.term "
         "JOIN agent_memories f ON f.app_name = p.app_name AND f.user_id = p.user_id AND f.memory_id = p.memory_id "
