@@ -8,7 +8,10 @@ Runs on a connection inside the caller's transaction; the SQL comes from
   which moves to the *newest* occurrence (its time, author, session, turn
   position and wording; search text, postings and, when the embedded text
   changed, the vector follow) and counts it in ``occurrences``.  Re-ingesting
-  an event the row already holds changes nothing.  A deleted row (tombstone)
+  an event the row already holds changes nothing.  Repeats do not feed the
+  frequency signal: the most repeated turns are small talk ("Thanks!",
+  "That's great!"), and frequency means "the user's searches keep needing
+  this" (``access_count``); ``occurrences`` is there for analysts and callers.  A deleted row (tombstone)
   whose event ids cover the new ones stays deleted.
 * Near duplicate (cosine >= ``near_duplicate_similarity`` AND word-set
   Jaccard >= ``near_duplicate_min_overlap``), checked when a *fact*
