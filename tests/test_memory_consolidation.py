@@ -238,3 +238,8 @@ async def test_an_older_repeat_arriving_later_counts_but_keeps_the_newer_date(me
     # re-ingesting either event counts nothing more
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier, later], session_id="late")
     assert (await stored(database))[0].occurrences == 2
+    # a batch holding a merged event and a new repeat counts the new one only
+    third = ev("I moved to Porto last spring.", t + 86400)
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier, third], session_id="third")
+    (row,) = await stored(database)
+    assert row.occurrences == 3 and row.session_id == "third" and row.created_at == datetime(2025, 5, 2)

@@ -11,8 +11,9 @@ Runs on a connection inside the caller's transaction; the SQL comes from
   an event the row already holds changes nothing.  Repeats do not feed the
   frequency signal: the most repeated turns are small talk ("Thanks!",
   "That's great!"), and frequency means "the user's searches keep needing
-  this" (``access_count``); ``occurrences`` is there for analysts and callers.  A deleted row (tombstone)
-  whose event ids cover the new ones stays deleted.
+  this" (``access_count``); ``occurrences`` is there for analysts and
+  callers.  A deleted row (tombstone) whose event ids cover the new ones
+  stays deleted.
 * Near duplicate (cosine >= ``near_duplicate_similarity`` AND word-set
   Jaccard >= ``near_duplicate_min_overlap``), checked when a *fact*
   (LLM-extracted or added, not a raw dialogue turn) gets its vector:
@@ -107,20 +108,26 @@ class WriteOutcome:
     """Rows set back to ``pending`` (they moved to a newer occurrence): the vectorizer embeds them again."""
 
 
-def _occurs_anew(row_events: list[str], d: MemoryDraft) -> bool:
-    """Whether ``d`` is an occurrence the row does not hold yet (re-ingesting an event counts nothing)."""
-    return not d.event_ids or not set(d.event_ids) <= set(row_events)
+def _new_occurrences(row_events: list[str], members: list[list[str]]) -> int:
+    """How many of the batch's occurrences (their event ids) the row does not hold yet.
+
+    Re-ingesting an event already merged counts nothing; an ``add_memory``
+    without events (and with an id not stored yet) is always a new occurrence.
+    """
+    held = set(row_events)
+    return sum(1 for events in members if not events or not set(events) <= held)
 
 
-def _collapse(drafts: Sequence[MemoryDraft], present: set[str]) -> tuple[dict[str, MemoryDraft], dict[str, int]]:
+def _collapse(drafts: Sequence[MemoryDraft], present: set[str]) -> tuple[dict[str, MemoryDraft], dict[str, list[list[str]]]]:
     """Drafts by content hash; duplicates inside the batch collapse onto the newest, counted.
 
     The newest occurrence (later ``created_at``; on a tie the later draft)
     supplies the content, time, author, session and position; provenance,
-    topics and supersessions are the union, importance the highest.
+    topics and supersessions are the union, importance the highest.  Also
+    returns each hash's occurrences (their own event ids).
     """
     by_hash: dict[str, MemoryDraft] = {}
-    count: dict[str, int] = {}
+    members: dict[str, list[list[str]]] = {}
     seen = set(present)
     for d in drafts:
         if d.memory_id in seen:
@@ -128,7 +135,7 @@ def _collapse(drafts: Sequence[MemoryDraft], present: set[str]) -> tuple[dict[st
         seen.add(d.memory_id)
         h = content_hash(d.content)
         kept = by_hash.get(h)
-        count[h] = count.get(h, 0) + 1
+        members.setdefault(h, []).append(list(d.event_ids))
         if kept is None:
             by_hash[h] = d
             continue
@@ -138,18 +145,20 @@ def _collapse(drafts: Sequence[MemoryDraft], present: set[str]) -> tuple[dict[st
         newest.importance = max(older.importance, newest.importance)
         newest.supersedes = _union(older.supersedes, newest.supersedes)
         by_hash[h] = newest
-    return by_hash, count
+    return by_hash, members
 
 
-def _merge_row(r: Any, d: MemoryDraft, times: int, app_name: str, user_id: str, now: datetime) -> dict[str, Any] | None:
-    """The UPDATE parameters that merge draft ``d`` (``times`` occurrences) into stored row ``r``; None: nothing new.
+def _merge_row(
+    r: Any, d: MemoryDraft, members: list[list[str]], app_name: str, user_id: str, now: datetime
+) -> dict[str, Any] | None:
+    """The UPDATE parameters that merge draft ``d`` (occurrences ``members``) into stored row ``r``; None: nothing new.
 
     The row moves to the newest occurrence: a repeat is evidence the memory
     is current, and recency should see its latest date, not its first.
     """
     events = _union(_loads(r.event_ids), d.event_ids)
-    fresh = _occurs_anew(_loads(r.event_ids), d)
-    newer = fresh and d.created_at > r.created_at
+    fresh = _new_occurrences(_loads(r.event_ids), members)
+    newer = fresh > 0 and d.created_at > r.created_at
     src_author, src_ts, src_body = (d.author, d.created_at, d.content) if newer else (r.author, r.created_at, r.content)
     params = {
         "app": app_name,
@@ -158,7 +167,7 @@ def _merge_row(r: Any, d: MemoryDraft, times: int, app_name: str, user_id: str, 
         "event_ids": json.dumps(events),
         "topics": json.dumps(_union(_loads(r.topics), d.topics)),
         "importance_score": max(float(r.importance_score), d.importance),
-        "occurrences": int(r.occurrences) + (times if fresh else 0),
+        "occurrences": int(r.occurrences) + fresh,
         "content": src_body,
         "author": src_author,
         "created_at": src_ts,
@@ -186,7 +195,7 @@ async def write_drafts(
         return out
     stmt, params = q.existing_ids(app_name, user_id, [d.memory_id for d in drafts])
     present = {r[0] for r in (await conn.execute(stmt, params)).all()}
-    by_hash, times = _collapse(drafts, present)
+    by_hash, members = _collapse(drafts, present)
     if not by_hash:
         return out
     stmt, params = q.find_by_hashes(app_name, user_id, list(by_hash))
@@ -199,7 +208,7 @@ async def write_drafts(
         rows = stored.get(h, [])
         live = [r for r in rows if r.embed_status != "deleted"]
         if live:
-            merged = _merge_row(live[-1], d, times[h], app_name, user_id, now)  # the newest live row
+            merged = _merge_row(live[-1], d, members[h], app_name, user_id, now)  # the newest live row
             if merged is not None:
                 merges.append(merged)
             continue
@@ -223,7 +232,7 @@ async def write_drafts(
                     "content": d.content,
                     "search_text": texts[d.memory_id],
                     "term_count": sum(doc_terms(texts[d.memory_id]).values()),
-                    "occurrences": times[content_hash(d.content)],
+                    "occurrences": len(members[content_hash(d.content)]),
                     "content_hash": content_hash(d.content),
                     "author": d.author,
                     "session_id": d.session_id,
