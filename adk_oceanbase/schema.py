@@ -49,6 +49,7 @@ __all__ = [
     "audit_log",
     "debug_archive",
     "memory_opt_out",
+    "memory_terms",
     "metadata",
     "session_events",
     "session_state",
@@ -198,12 +199,38 @@ agent_memories = Table(
     # MemorySettings.min_confidence, is never returned by search nor injected.
     Column("tainted", SmallInteger, nullable=False, server_default="0"),
     Column("confidence", Float, nullable=False, server_default="1"),
+    # How many terms search_text has (memory.lexical.doc_terms, with repeats): the BM25 document
+    # length; 0 for a tombstone (migration 0012).
+    Column("term_count", Integer, nullable=False, server_default="0"),
+    # How many times this exact content was stored for the user (exact-duplicate merges count up;
+    # the row carries the newest occurrence's time and provenance) (0012).
+    Column("occurrences", Integer, nullable=False, server_default="1"),
     # Ids are the caller's (add_memory) or derived per tenant: unique per app and user only (0007).
     PrimaryKeyConstraint("app_name", "user_id", "memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
     Index("ix_memories_user_hash", "app_name", "user_id", "content_hash"),
     Index("ix_memories_embed_status", "embed_status", "updated_at"),
     Index("ix_memories_session_pos", "app_name", "user_id", "session_id", "turn_pos"),
+    # a user's memory count and mean term_count (BM25's N and average length) from the index alone (0012)
+    Index("ix_memories_user_terms", "app_name", "user_id", "term_count"),
+    **_TABLE_OPTS,
+)
+
+memory_terms = Table(
+    "memory_terms",
+    metadata,
+    # The user-keyed lexical index (migration 0012): one posting per (term, memory) of a live
+    # memory's search_text (memory.lexical.doc_terms), written in the transaction that writes the
+    # memory.  Search scores BM25 over the user's own postings (memory.postings), so a user's
+    # ranking never depends on other tenants' rows; the key makes each query term one range scan.
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("term", String(64, **_KEY), nullable=False),
+    Column("memory_id", String(64, **_KEY), nullable=False),
+    Column("tf", Integer, nullable=False),  # occurrences of the term in search_text
+    PrimaryKeyConstraint("app_name", "user_id", "term", "memory_id", name="pk_memory_terms"),
+    # a memory's postings, for rewriting and deleting them
+    Index("ix_memory_terms_memory", "app_name", "user_id", "memory_id"),
     **_TABLE_OPTS,
 )
 

@@ -28,13 +28,13 @@ makes the filtered ANN scan iterate: 88 ms vs 12 ms at pool 200):
 * ``vec_*``: the vector half alone, as the service's ANN candidate CTE runs
   it (tenant + liveness filter); ``LIMIT 10`` and ``LIMIT pool``; recall@10
   of the first ten rows against exact; the plan's operators are kept.
-* ``ft_*``: the full-text half alone (ik parser): the filtered form small
-  users get, and an over-fetch form (unfiltered top-k, filtered outside, what
-  users past ``fulltext_overfetch_rows`` get) with its recall of the filtered list.
+* ``ft_*``: the full-text half alone: ``ft_bm25``, the per-user BM25 over
+  ``memory_terms`` the service runs (revision 0012), and ``ft_match_filtered``,
+  the ``MATCH ... AGAINST`` on the ik FULLTEXT index it replaced (table-wide
+  statistics; the index is still there for analysts), filtered to the user.
 * ``service_*``: ``OceanBaseMemoryService.search`` end to end (hybrid SQL),
   query vector served by a lookup embedder so embedding time is excluded,
-  with and without the full-text half (``--scale-service-queries``); the
-  ``..._filtered_ft`` run forces the filtered full-text form for comparison.
+  with and without the full-text half (``--scale-service-queries``).
 """
 
 from __future__ import annotations
@@ -76,12 +76,16 @@ FT_FILTERED_SQL = (
     "SELECT f.memory_id, MATCH(f.search_text) AGAINST(:qtext) AS fts FROM agent_memories f WHERE " + _FT_WHERE +
     " AND MATCH(f.search_text) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :k"
 )
-# Over-fetch: the text index's own top-k (no filter, so the server prunes by score), tenant filter outside.
-FT_OVERFETCH_SQL = (
-    "SELECT f.memory_id, o.fts FROM (SELECT memory_id, MATCH(search_text) AGAINST(:qtext) AS fts FROM agent_memories "
-    "WHERE MATCH(search_text) AGAINST(:qtext) ORDER BY fts DESC LIMIT :wide) o "
-    "JOIN agent_memories f ON f.memory_id = o.memory_id WHERE " + _FT_WHERE + " ORDER BY o.fts DESC, f.memory_id LIMIT :k"
-)
+
+
+def bm25_sql(query: str, pool: int) -> tuple[str, dict[str, Any]]:
+    """The service's full-text candidate list (``postings.bm25_ctes``) for one query, alone."""
+    from adk_oceanbase.memory.lexical import query_terms
+    from adk_oceanbase.memory.postings import bm25_ctes
+
+    params: dict[str, Any] = {}
+    ctes = bm25_ctes(query_terms(query.split()), _FT_WHERE, params, pool)
+    return f"WITH {', '.join(ctes)} SELECT memory_id, fts FROM ft", params
 
 
 def sentence(rng: random.Random, i: int) -> str:
@@ -121,25 +125,35 @@ def _user_rows(i: int, layout: str, n: int) -> np.ndarray:
 async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, seed: int, batch: int = 500) -> float:
     """Multi-row INSERTs straight into agent_memories as ``ready`` rows (no embedding queue)."""
     from adk_oceanbase.memory.extraction import search_text
+    from adk_oceanbase.memory.lexical import doc_terms
 
     n = len(vecs)
     rng = random.Random(seed)
     t0 = datetime(2024, 1, 1)
     cols = ("memory_id, app_name, user_id, content, search_text, content_hash, author, importance_score, access_count, "
-            "created_at, updated_at, embedding, embedding_model, embedding_dim, embed_status, embed_attempts, extractor")
-    row = "(%s,%s,%s,%s,%s,%s,'user',0.5,0,%s,%s,%s,%s,384,'ready',0,'bench')"
+            "created_at, updated_at, embedding, embedding_model, embedding_dim, embed_status, embed_attempts, extractor, "
+            "term_count")
+    row = "(%s,%s,%s,%s,%s,%s,'user',0.5,0,%s,%s,%s,%s,384,'ready',0,'bench',%s)"
     start = time.perf_counter()
     for lo in range(0, n, batch):
         args: list[Any] = []
+        posts: list[Any] = []
         hi = min(n, lo + batch)
         for i in range(lo, hi):
             content = sentence(rng, i)
             created = t0 + timedelta(minutes=i)
-            args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, search_text("user", created, content),
-                     hashlib.sha256(content.encode()).hexdigest(), created, created, _vec_text(vecs[i]), MODEL]
+            stext = search_text("user", created, content)
+            terms = doc_terms(stext)
+            args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, stext,
+                     hashlib.sha256(content.encode()).hexdigest(), created, created, _vec_text(vecs[i]), MODEL,
+                     sum(terms.values())]
+            for term, tf in terms.items():
+                posts += [APP, _user_of(i, layout, n), term, f"m{i:08d}", tf]
         async with db.engine.begin() as conn:
             await conn.exec_driver_sql(f"INSERT INTO agent_memories ({cols}) VALUES " + ",".join([row] * (hi - lo)),
                                        tuple(args))
+            await conn.exec_driver_sql("INSERT INTO memory_terms (app_name, user_id, term, memory_id, tf) VALUES "
+                                       + ",".join(["(%s,%s,%s,%s,%s)"] * (len(posts) // 5)), tuple(posts))
         if (lo // batch) % 40 == 0:
             logger.info("%s: inserted %d/%d", layout, hi, n)
     return time.perf_counter() - start
@@ -292,16 +306,23 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
 
             ftq = [msq.fulltext_query(t) for t in qtexts]
             ftp = [{"app": APP, "user": u, "qtext": t, "k": pool} for u, t in zip(users, ftq)]
-            exact_ft, lat = await _timed(conn, FT_FILTERED_SQL, ftp, None)
-            res["ft_filtered"] = {"latency": summarise_latencies(lat), "plan": await _explain(conn, FT_FILTERED_SQL, ftp[0]),
-                                  "mean_hits": float(np.mean([len(f) for f in exact_ft]))}
-            for wide in (pool * 10,):
-                params = [dict(p, wide=wide) for p in ftp]
-                found, lat = await _timed(conn, FT_OVERFETCH_SQL, params, None)
-                got = [len(set(f) & set(e)) / len(e) for f, e in zip(found, exact_ft) if e]
-                res[f"ft_overfetch{wide}"] = {"latency": summarise_latencies(lat),
-                                              "recall_of_filtered": float(np.mean(got)) if got else None,
-                                              "plan": await _explain(conn, FT_OVERFETCH_SQL, params[0])}
+            match_ft, lat = await _timed(conn, FT_FILTERED_SQL, ftp, None)
+            res["ft_match_filtered"] = {"latency": summarise_latencies(lat),
+                                        "plan": await _explain(conn, FT_FILTERED_SQL, ftp[0]),
+                                        "mean_hits": float(np.mean([len(f) for f in match_ft]))}
+            bm25_ids, lat = [], []
+            for j, (u, t) in enumerate(zip(users, ftq)):
+                sql, params = bm25_sql(t, pool)
+                params.update(app=APP, user=u)
+                start = time.perf_counter()
+                rows = (await conn.execute(text(sql), params)).fetchall()
+                if j >= 3:
+                    lat.append(time.perf_counter() - start)
+                bm25_ids.append([r[0] for r in rows])
+            sql, params = bm25_sql(ftq[0], pool)
+            res["ft_bm25"] = {"latency": summarise_latencies(lat),
+                              "plan": await _explain(conn, sql, dict(params, app=APP, user=users[0])),
+                              "mean_hits": float(np.mean([len(f) for f in bm25_ids]))}
     finally:
         await db.close()
 
@@ -317,9 +338,6 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
     ann = {"vector_search": "ann", "ef_search": ef_pool}
     # What the version signal costs (facts compared pairwise), interleaved with the defaults.
     groups[-1].append((f"service_hybrid_ann_ef{ef_pool}_version_off", ann, {"version": 0.0}))
-    # The full-text candidates filtered to the user first (the form small users get), for
-    # comparison with the over-fetch form big users get by default.
-    groups.append([(f"service_hybrid_ann_ef{ef_pool}_filtered_ft", dict(ann, fulltext_overfetch_rows=10**12), None)])
     if ns:
         res["service"] = await _service_runs(url, embedder, qtexts[:ns], users[:ns], groups)
     return res

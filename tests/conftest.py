@@ -26,7 +26,8 @@ from adk_oceanbase.engine import Database
 from adk_oceanbase import upgrade
 
 OUR_TABLES = (
-    "session_events", "session_state", "agent_sessions", "agent_memories", "memory_opt_out", "debug_archive", "audit_log",
+    "session_events", "session_state", "agent_sessions", "agent_memories", "memory_terms", "memory_opt_out", "debug_archive",
+    "audit_log",
 )
 
 

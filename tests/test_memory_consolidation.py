@@ -37,7 +37,8 @@ async def memory(database):
 async def rows(database):
     async with database.engine.connect() as conn:
         res = await conn.execute(text(
-            "SELECT memory_id, content, session_id, event_ids, superseded_by FROM agent_memories ORDER BY created_at"))
+            "SELECT memory_id, content, session_id, event_ids, superseded_by, occurrences FROM agent_memories "
+            "ORDER BY created_at"))
         return [r._asdict() for r in res]
 
 
@@ -54,7 +55,8 @@ async def test_exact_duplicates_merge_provenance_instead_of_inserting(memory, da
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[third, third], session_id="s3")
     got = await rows(database)
     assert len(got) == 1
-    assert got[0]["session_id"] == "s1"
+    assert got[0]["session_id"] == "s3"  # the row moved to the newest occurrence
+    assert got[0]["occurrences"] == 3
     assert json.loads(got[0]["event_ids"]) == [first.id, second.id, third.id]
     # Re-adding merged events changes nothing (idempotent even though they have no row of their own).
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[second, third], session_id="s2")
@@ -191,3 +193,53 @@ async def test_consolidation_can_be_switched_off(database):
 
 def _dt(event: Event):
     return datetime.fromtimestamp(event.timestamp, tz=timezone.utc).replace(tzinfo=None)
+
+
+async def stored(database, where: str = "1 = 1"):
+    async with database.engine.connect() as conn:
+        return (await conn.execute(text(
+            "SELECT memory_id, content, session_id, turn_pos, event_ids, created_at, occurrences, search_text, "
+            f"embed_status, embedding FROM agent_memories WHERE {where}"))).all()
+
+
+async def test_a_repeated_turn_moves_to_its_newest_occurrence_and_is_re_embedded(memory, database):
+    day1 = datetime(2025, 3, 1, 9, tzinfo=timezone.utc).timestamp()
+    day9 = day1 + 8 * 86400
+    old = [ev("hello there", day1 - 5), ev("My favourite tea is genmaicha.", day1)]
+    new = [ev("what's new", day9 - 5), ev("my favourite tea is  genmaicha.", day9)]
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=old, session_id="s1")
+    await memory.flush()
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=new, session_id="s2")
+    (row,) = await stored(database, "content LIKE '%genmaicha%'")
+    assert row.created_at == datetime(2025, 3, 9, 9) and row.session_id == "s2" and row.content == new[1].content.parts[0].text
+    assert row.occurrences == 2 and json.loads(row.event_ids) == [old[1].id, new[1].id]
+    assert row.search_text.startswith("9 march 2025") and row.embed_status == "pending"  # the embedded text has the date
+    await memory.flush()
+    (row,) = await stored(database, "content LIKE '%genmaicha%'")
+    want = HashEmbedder().embed([embedding_text("user", datetime(2025, 3, 9, 9), row.content)])[0]
+    assert row.embed_status == "ready"
+    assert np.allclose(database.dialect.decode_vector(row.embedding), want, atol=1e-5)
+    # recency sees the repeat: the memory ranks as of day 9
+    hit = (await memory.search(APP, USER, "favourite tea", now=datetime(2025, 3, 9, 10, tzinfo=timezone.utc)))[0]
+    assert "genmaicha" in hit.entry.content.parts[0].text and hit.entry.timestamp.startswith("2025-03-09")
+    assert hit.entry.custom_metadata["occurrences"] == 2 and hit.signals.recency > 0.99
+
+
+async def test_an_older_repeat_arriving_later_counts_but_keeps_the_newer_date(memory, database):
+    t = datetime(2025, 5, 1, tzinfo=timezone.utc).timestamp()
+    later, earlier = ev("I moved to Porto last spring.", t), ev("I moved to Porto last spring.", t - 30 * 86400)
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[later], session_id="late")
+    await memory.flush()
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier], session_id="early")
+    (row,) = await stored(database)
+    assert row.session_id == "late" and row.created_at == datetime(2025, 5, 1) and row.occurrences == 2
+    assert json.loads(row.event_ids) == [later.id, earlier.id]
+    assert row.embed_status == "ready"  # the embedded text did not change: no new vector needed
+    # re-ingesting either event counts nothing more
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier, later], session_id="late")
+    assert (await stored(database))[0].occurrences == 2
+    # a batch holding a merged event and a new repeat counts the new one only
+    third = ev("I moved to Porto last spring.", t + 86400)
+    await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier, third], session_id="third")
+    (row,) = await stored(database)
+    assert row.occurrences == 3 and row.session_id == "third" and row.created_at == datetime(2025, 5, 2)

@@ -127,7 +127,10 @@ async def explain(database, settings: MemorySettings) -> str:
 async def test_explain_uses_vector_index_for_ann_candidates(seeded, database):
     plan = await explain(database, MemorySettings(vector_search="ann"))
     assert "VECTOR INDEX" in plan, plan
-    assert "TEXT RETRIEVAL" in plan, plan  # the full-text candidates use the ik full-text index
+    # the full-text candidates come from the user's postings (memory_terms), not the table-wide MATCH
+    assert "TEXT RETRIEVAL" not in plan, plan
+    assert any("RANGE SCAN" in line and "|p " in line for line in plan.splitlines()), plan  # a PK range per term
+    assert "ix_memories_user_terms" in plan, plan  # N and mean length from the index alone
     exact_plan = await explain(database, MemorySettings(vector_search="exact"))
     assert "VECTOR INDEX" not in exact_plan, exact_plan
 
@@ -192,45 +195,3 @@ def test_fulltext_query_drops_english_function_words_and_stems_like_the_index():
     assert sq.fulltext_query("the painting", drop_stopwords=False) == "the paint"
     # the query and the indexed text meet on the same keys
     assert set(sq.fulltext_query("What did Melanie paint?").split()) <= set(stem_text("8 May 2023, Melanie: I painted a lake").split())
-
-
-async def test_big_users_take_full_text_candidates_from_the_tables_best_matches(seeded_pristine, monkeypatch):
-    """The over-fetch form gives the same answers when it can, and falls back when it cannot."""
-    svc = seeded_pristine
-    forms: list[int | None] = []
-    real = sq.hybrid_search
-
-    def spy(**kw):
-        forms.append(kw.get("fulltext_overfetch"))
-        return real(**kw)
-
-    monkeypatch.setattr(sq, "hybrid_search", spy)
-    big = OceanBaseMemoryService(
-        database=svc.database, embedder=svc.embedder,
-        settings=dataclasses.replace(svc.settings, fulltext_overfetch_rows=100, fulltext_overfetch=200),
-    )
-    try:
-        assert (await big._profile(APP, USER)).big and not (await svc._profile(APP, USER)).big
-        for query in QUERIES:
-            plain = await svc.search(APP, USER, query, top_k=15)
-            forms.clear()
-            over = await big.search(APP, USER, query, top_k=15)
-            assert [h.memory_id for h in over] == [h.memory_id for h in plain], query
-            assert forms[0] == 200
-        # another user's rows now crowd the table's best matches: the over-fetch finds too few
-        # of USER's rows, the search notices and re-runs the filtered form
-        rng = random.Random(11)
-        other = [
-            MemoryEntry(id=f"o{i}", author="user", content=types.Content(parts=[types.Part.from_text(
-                text="apple pie paris " + " ".join(rng.choice(WORDS) for _ in range(2)))]))
-            for i in range(400)
-        ]
-        await svc.add_memory(app_name=APP, user_id="someone-else", memories=other)
-        await svc.flush()
-        plain = await svc.search(APP, USER, "apple pie in paris", top_k=15)
-        forms.clear()
-        over = await big.search(APP, USER, "apple pie in paris", top_k=15)
-        assert [h.memory_id for h in over] == [h.memory_id for h in plain]
-        assert forms == [200, None]  # over-fetched, found too few of USER's rows, filtered instead
-    finally:
-        await big.close()

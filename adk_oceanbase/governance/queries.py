@@ -11,12 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import Delete, Insert, Select, Table, Update, and_, delete, func, literal, select, tuple_, update
+from sqlalchemy import Delete, Insert, Select, Table, Update, and_, delete, exists, func, literal, select, tuple_, update
 
 from ..schema import agent_memories as M
 from ..schema import agent_sessions as S
 from ..schema import debug_archive as D
 from ..schema import memory_opt_out as O
+from ..schema import memory_terms as MT
 from ..schema import session_events as E
 from ..schema import session_state as ST
 from ..sessions.codec import SESSION
@@ -28,6 +29,7 @@ __all__ = [
     "count_expired_memories",
     "delete_debug_session",
     "delete_expired_memories",
+    "delete_expired_postings",
     "delete_opt_out",
     "delete_sessions_debug",
     "delete_sessions_events",
@@ -125,6 +127,17 @@ def delete_expired_memories(app: str, keys: Sequence[tuple[str, str]], cutoff: d
     """Deletes the batch of ``(user_id, memory_id)``, re-checking expiry: a memory a search just returned stays."""
     pairs = tuple_(M.c.user_id, M.c.memory_id).in_([tuple(k) for k in keys])
     return delete(M).where(M.c.app_name == app, pairs, _memory_expired(cutoff))
+
+
+def delete_expired_postings(app: str, keys: Sequence[tuple[str, str]]) -> Delete:
+    """The lexical-index postings of the batch's memories that :func:`delete_expired_memories` removed.
+
+    Run after it in the same transaction: a memory the re-check kept (a
+    search read it meanwhile) still has its row, so its postings stay.
+    """
+    pairs = tuple_(MT.c.user_id, MT.c.memory_id).in_([tuple(k) for k in keys])
+    row = exists().where(M.c.app_name == MT.c.app_name, M.c.user_id == MT.c.user_id, M.c.memory_id == MT.c.memory_id)
+    return delete(MT).where(MT.c.app_name == app, pairs, ~row)
 
 
 # --------------------------------------------------------------------------- erasure of one user

@@ -184,6 +184,8 @@ async def _sweep_memories(db: Database, app: str, cutoff: datetime, batch: int, 
             return deleted
         async with transaction(db) as conn:
             n = (await conn.execute(q.delete_expired_memories(app, keys, cutoff))).rowcount
+            if n:
+                await conn.execute(q.delete_expired_postings(app, keys))
             if audit and n:
                 await conn.execute(AuditEntry("retention_sweep", app, row_count=n).insert())
         deleted += n

@@ -4,8 +4,16 @@ Runs on a connection inside the caller's transaction; the SQL comes from
 :mod:`.queries`.  Merge rules:
 
 * Exact duplicate (same normalised content hash, same user): no new row; the
-  event ids, topics and the higher importance are merged into the stored row.
-  A deleted row (tombstone) whose event ids cover the new ones stays deleted.
+  event ids, topics and the higher importance are merged into the stored row,
+  which moves to the *newest* occurrence (its time, author, session, turn
+  position and wording; search text, postings and, when the embedded text
+  changed, the vector follow) and counts it in ``occurrences``.  Re-ingesting
+  an event the row already holds changes nothing.  Repeats do not feed the
+  frequency signal: the most repeated turns are small talk ("Thanks!",
+  "That's great!"), and frequency means "the user's searches keep needing
+  this" (``access_count``); ``occurrences`` is there for analysts and
+  callers.  A deleted row (tombstone) whose event ids cover the new ones
+  stays deleted.
 * Near duplicate (cosine >= ``near_duplicate_similarity`` AND word-set
   Jaccard >= ``near_duplicate_min_overlap``), checked when a *fact*
   (LLM-extracted or added, not a raw dialogue turn) gets its vector:
@@ -38,10 +46,12 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..dialects import EngineDialect
+from . import postings
 from . import queries as q
-from .extraction import MemoryDraft, search_text
+from .extraction import MemoryDraft, embedding_text, search_text
+from .lexical import doc_terms
 
-__all__ = ["content_hash", "merge_near_duplicates", "word_overlap", "write_drafts"]
+__all__ = ["WriteOutcome", "content_hash", "merge_near_duplicates", "word_overlap", "write_drafts"]
 
 logger = logging.getLogger(__name__)
 
@@ -89,30 +99,105 @@ def _loads(raw: str | None) -> list[str]:
     return [str(v) for v in val] if isinstance(val, list) else []
 
 
+@dataclass
+class WriteOutcome:
+    """What :func:`write_drafts` changed: rows inserted, and merged rows whose embedded text changed."""
+
+    inserted: list[str] = field(default_factory=list)
+    reembed: list[str] = field(default_factory=list)
+    """Rows set back to ``pending`` (they moved to a newer occurrence): the vectorizer embeds them again."""
+
+
+def _new_occurrences(row_events: list[str], members: list[list[str]]) -> int:
+    """How many of the batch's occurrences (their event ids) the row does not hold yet.
+
+    Re-ingesting an event already merged counts nothing; an ``add_memory``
+    without events (and with an id not stored yet) is always a new occurrence.
+    """
+    held = set(row_events)
+    return sum(1 for events in members if not events or not set(events) <= held)
+
+
+def _collapse(drafts: Sequence[MemoryDraft], present: set[str]) -> tuple[dict[str, MemoryDraft], dict[str, list[list[str]]]]:
+    """Drafts by content hash; duplicates inside the batch collapse onto the newest, counted.
+
+    The newest occurrence (later ``created_at``; on a tie the later draft)
+    supplies the content, time, author, session and position; provenance,
+    topics and supersessions are the union, importance the highest.  Also
+    returns each hash's occurrences (their own event ids).
+    """
+    by_hash: dict[str, MemoryDraft] = {}
+    members: dict[str, list[list[str]]] = {}
+    seen = set(present)
+    for d in drafts:
+        if d.memory_id in seen:
+            continue  # stored already, or the same memory twice in this batch
+        seen.add(d.memory_id)
+        h = content_hash(d.content)
+        kept = by_hash.get(h)
+        members.setdefault(h, []).append(list(d.event_ids))
+        if kept is None:
+            by_hash[h] = d
+            continue
+        newest, older = (d, kept) if d.created_at >= kept.created_at else (kept, d)
+        newest.event_ids = _union(older.event_ids, newest.event_ids)
+        newest.topics = _union(older.topics, newest.topics)
+        newest.importance = max(older.importance, newest.importance)
+        newest.supersedes = _union(older.supersedes, newest.supersedes)
+        by_hash[h] = newest
+    return by_hash, members
+
+
+def _merge_row(
+    r: Any, d: MemoryDraft, members: list[list[str]], app_name: str, user_id: str, now: datetime
+) -> dict[str, Any] | None:
+    """The UPDATE parameters that merge draft ``d`` (occurrences ``members``) into stored row ``r``; None: nothing new.
+
+    The row moves to the newest occurrence: a repeat is evidence the memory
+    is current, and recency should see its latest date, not its first.
+    """
+    events = _union(_loads(r.event_ids), d.event_ids)
+    fresh = _new_occurrences(_loads(r.event_ids), members)
+    newer = fresh > 0 and d.created_at > r.created_at
+    src_author, src_ts, src_body = (d.author, d.created_at, d.content) if newer else (r.author, r.created_at, r.content)
+    params = {
+        "app": app_name,
+        "user": user_id,
+        "memory_id": r.memory_id,
+        "event_ids": json.dumps(events),
+        "topics": json.dumps(_union(_loads(r.topics), d.topics)),
+        "importance_score": max(float(r.importance_score), d.importance),
+        "occurrences": int(r.occurrences) + fresh,
+        "content": src_body,
+        "author": src_author,
+        "created_at": src_ts,
+        "session_id": d.session_id if newer else r.session_id,
+        "turn_pos": d.turn_pos if newer else r.turn_pos,
+        "search_text": search_text(src_author, src_ts, src_body),
+        "term_count": sum(doc_terms(search_text(src_author, src_ts, src_body)).values()),
+        "reembed": int(embedding_text(src_author, src_ts, src_body) != embedding_text(r.author, r.created_at, r.content)),
+        "now": now,
+    }
+    unchanged = (
+        params["event_ids"] == json.dumps(_loads(r.event_ids))
+        and params["topics"] == json.dumps(_loads(r.topics))
+        and params["importance_score"] == float(r.importance_score)
+    )
+    return None if unchanged and not fresh else params
+
+
 async def write_drafts(
     conn: AsyncConnection, app_name: str, user_id: str, drafts: Sequence[MemoryDraft], now: datetime
-) -> list[str]:
-    """Inserts drafts with idempotency and exact-duplicate merging; returns ids of new rows."""
+) -> WriteOutcome:
+    """Inserts drafts with idempotency and exact-duplicate merging, postings included (one transaction: the caller's)."""
+    out = WriteOutcome()
     if not drafts:
-        return []
+        return out
     stmt, params = q.existing_ids(app_name, user_id, [d.memory_id for d in drafts])
     present = {r[0] for r in (await conn.execute(stmt, params)).all()}
-    # Duplicates inside the batch collapse onto the first draft of each hash.
-    by_hash: dict[str, MemoryDraft] = {}
-    for d in drafts:
-        if d.memory_id in present:
-            continue
-        h = content_hash(d.content)
-        first = by_hash.get(h)
-        if first is None:
-            by_hash[h] = d
-        else:
-            first.event_ids = _union(first.event_ids, d.event_ids)
-            first.topics = _union(first.topics, d.topics)
-            first.importance = max(first.importance, d.importance)
-            first.supersedes = _union(first.supersedes, d.supersedes)
+    by_hash, members = _collapse(drafts, present)
     if not by_hash:
-        return []
+        return out
     stmt, params = q.find_by_hashes(app_name, user_id, list(by_hash))
     stored: dict[str, list[Any]] = {}
     for row in (await conn.execute(stmt, params)).all():
@@ -123,25 +208,20 @@ async def write_drafts(
         rows = stored.get(h, [])
         live = [r for r in rows if r.embed_status != "deleted"]
         if live:
-            r = live[0]
-            merges.append(
-                {
-                    "app": app_name,
-                    "user": user_id,
-                    "memory_id": r.memory_id,
-                    "event_ids": json.dumps(_union(_loads(r.event_ids), d.event_ids)),
-                    "topics": json.dumps(_union(_loads(r.topics), d.topics)),
-                    "importance_score": max(float(r.importance_score), d.importance),
-                    "now": now,
-                }
-            )
+            merged = _merge_row(live[-1], d, members[h], app_name, user_id, now)  # the newest live row
+            if merged is not None:
+                merges.append(merged)
             continue
         if any(set(d.event_ids) <= set(_loads(r.event_ids)) for r in rows):
             continue  # the user deleted this very memory: do not resurrect it
         inserts.append(d)
     if merges:
-        await conn.execute(q.merge_into(), merges)
+        await conn.execute(q.merge_duplicate(), merges)
+        moved = [(m["memory_id"], m["search_text"]) for m in merges if m["search_text"] != _stored_text(stored, m)]
+        await postings.index_memories(conn, app_name, user_id, moved, replace=True)
+        out.reembed = [m["memory_id"] for m in merges if m["reembed"]]
     if inserts:
+        texts = {d.memory_id: search_text(d.author, d.created_at, d.content) for d in inserts}
         await conn.execute(
             q.insert_memory(),
             [
@@ -150,7 +230,9 @@ async def write_drafts(
                     "app_name": app_name,
                     "user_id": user_id,
                     "content": d.content,
-                    "search_text": search_text(d.author, d.created_at, d.content),
+                    "search_text": texts[d.memory_id],
+                    "term_count": sum(doc_terms(texts[d.memory_id]).values()),
+                    "occurrences": len(members[content_hash(d.content)]),
                     "content_hash": content_hash(d.content),
                     "author": d.author,
                     "session_id": d.session_id,
@@ -167,11 +249,21 @@ async def write_drafts(
                 for d in inserts
             ],
         )
+        await postings.index_memories(conn, app_name, user_id, list(texts.items()), replace=False)
         for d in inserts:
             if d.supersedes:
                 stmt, params = q.supersede(app_name, user_id, d.supersedes, d.memory_id, now)
                 await conn.execute(stmt, params)
-    return [d.memory_id for d in inserts]
+    out.inserted = [d.memory_id for d in inserts]
+    return out
+
+
+def _stored_text(stored: dict[str, list[Any]], merged: dict[str, Any]) -> str | None:
+    for rows in stored.values():
+        for r in rows:
+            if r.memory_id == merged["memory_id"]:
+                return r.search_text
+    return None
 
 
 @dataclass

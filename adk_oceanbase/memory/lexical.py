@@ -11,14 +11,31 @@ The stemmer is deliberately light (plural, -ing, -ed, -ly, a final silent
 a dictionary form.  Measured on LoCoMo (10 conversations, categories 1-4,
 per-conversation BM25 fused 0.7/0.3 with MiniLM): R@10 0.600 without stemming,
 0.639 with it.  Words with digits or non-Latin letters (CJK, Korean) pass
-through unchanged, so the ``ik`` parser still segments them.
+through unchanged in ``search_text``.
+
+Since revision 0012 the ranking no longer uses the server's ``MATCH``: the
+words are split into *terms* here (:func:`doc_terms`, :func:`query_terms`)
+and stored per user in ``memory_terms`` (see ``memory.postings``), so the
+BM25 statistics are the user's own.  Latin words are one term each; a run of
+CJK, kana or Hangul characters (written without spaces) becomes its character
+bigrams ("咖啡馆" -> "咖啡", "啡馆"), or the character itself for a one-character
+run, so Chinese, Japanese and Korean match without a segmenter.  Pure
+Python and deterministic: both engines index and query the same terms.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
+from typing import Iterable
 
-__all__ = ["stem", "stem_text"]
+__all__ = ["MAX_TERM_CHARS", "doc_terms", "query_terms", "stem", "stem_text", "terms_of"]
+
+MAX_TERM_CHARS = 64
+"""A term longer than this (a URL, a hash) is cut: the ``memory_terms.term`` column's width."""
+
+# CJK ideographs, kana, Hangul: scripts written without spaces between words.
+_CJK_RUN = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff]+")
 
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _VOWELS = set("aeiouy")
@@ -56,3 +73,39 @@ def stem(word: str) -> str:
 def stem_text(text: str) -> str:
     """``text`` as space-separated match keys (lowercased, stemmed); CJK and digits kept as written."""
     return " ".join(stem(w) for w in _WORD.findall(text.lower()))
+
+
+def terms_of(word: str) -> list[str]:
+    """The terms of one match key: itself, or for CJK/kana/Hangul runs their character bigrams.
+
+    A key mixing scripts ("2023年5月") is split at each run: "2023", "年", "5", "月".
+    """
+    if word.isascii():
+        return [word[:MAX_TERM_CHARS]] if word else []
+    out: list[str] = []
+    pos = 0
+    for m in _CJK_RUN.finditer(word):
+        if m.start() > pos:
+            out.append(word[pos : m.start()][:MAX_TERM_CHARS])
+        run = m.group()
+        out.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        pos = m.end()
+    if pos < len(word):
+        out.append(word[pos:][:MAX_TERM_CHARS])
+    return out
+
+
+def doc_terms(search_text: str | None) -> Counter[str]:
+    """Term frequencies of a stored ``search_text`` (already stemmed): what ``memory_terms`` holds for it."""
+    counts: Counter[str] = Counter()
+    for word in (search_text or "").split():
+        counts.update(terms_of(word))
+    return counts
+
+
+def query_terms(keys: Iterable[str]) -> Counter[str]:
+    """Query terms with their multiplicity, from the stemmed query words (``search_sql.fulltext_query``)."""
+    counts: Counter[str] = Counter()
+    for word in keys:
+        counts.update(terms_of(word))
+    return counts

@@ -29,6 +29,7 @@ __all__ = [
     "mark_embed_failed",
     "release_claims",
     "retry_failed",
+    "merge_duplicate",
     "merge_into",
     "near_duplicate_candidates",
     "naive_utc",
@@ -68,6 +69,7 @@ ROW_COLUMNS = (
     "superseded_by",
     "turn_pos",
     "confidence",
+    "occurrences",
 )
 
 
@@ -92,14 +94,16 @@ def bump_access(app_name: str, user_id: str, memory_ids: Sequence[str], now: dat
 def insert_memory() -> TextClause:
     """Inserts one memory row (executemany-friendly); embedding starts NULL, status ``pending``.
 
-    ``search_text`` (the full-text source) is ``extraction.search_text`` of the row.
+    ``search_text`` (the full-text source) is ``extraction.search_text`` of the row, ``term_count`` its
+    number of terms; the caller writes its postings (``postings.index_memories``) in the same transaction.
     """
     return text(
         f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor, turn_pos, confidence) VALUES (:memory_id, :app_name, :user_id, :content, "
-        ":search_text, :content_hash, :author, :session_id, :event_ids, :topics, :custom_metadata, :importance_score, 0, "
-        ":created_at, :updated_at, 'pending', 0, :extractor, :turn_pos, :confidence)"
+        "embed_status, embed_attempts, extractor, turn_pos, confidence, term_count, occurrences) VALUES (:memory_id, "
+        ":app_name, :user_id, :content, :search_text, :content_hash, :author, :session_id, :event_ids, :topics, "
+        ":custom_metadata, :importance_score, 0, :created_at, :updated_at, 'pending', 0, :extractor, :turn_pos, "
+        ":confidence, :term_count, :occurrences)"
     )
 
 
@@ -132,7 +136,8 @@ def existing_ids(app_name: str, user_id: str, memory_ids: Sequence[str]) -> tupl
 def find_by_hashes(app_name: str, user_id: str, hashes: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
     """Live or deleted rows with one of these content hashes (exact duplicates), locked for the merge."""
     stmt = text(
-        f"SELECT memory_id, content_hash, event_ids, topics, importance_score, embed_status FROM {T} "
+        f"SELECT memory_id, content_hash, event_ids, topics, importance_score, embed_status, created_at, author, "
+        f"content, session_id, turn_pos, occurrences, search_text FROM {T} "
         "WHERE app_name = :app AND user_id = :user AND content_hash IN :hashes AND superseded_by IS NULL "
         "ORDER BY created_at FOR UPDATE"
     ).bindparams(bindparam("hashes", expanding=True))
@@ -140,9 +145,30 @@ def find_by_hashes(app_name: str, user_id: str, hashes: Sequence[str]) -> tuple[
 
 
 def merge_into() -> TextClause:
-    """Writes merged provenance (event ids, topics, importance) onto the surviving row (params carry app, user)."""
+    """Writes merged provenance (event ids, topics, importance) onto a near-duplicate's surviving row (params carry app, user)."""
     return text(
         f"UPDATE {T} SET event_ids = :event_ids, topics = :topics, importance_score = :importance_score, "
+        "updated_at = :now WHERE app_name = :app AND user_id = :user AND memory_id = :memory_id"
+    )
+
+
+def merge_duplicate() -> TextClause:
+    """Moves an exact duplicate's row to its newest occurrence (``consolidation._merge_row`` computes the values).
+
+    ``reembed = 1`` (the embedded text changed: another day, author or
+    wording) sends the row back to ``pending`` for the vectorizer; its old
+    vector keeps serving search until the new one is stored, and a claim
+    held meanwhile is dropped so that vector is never written.  The caller
+    rewrites the postings when ``search_text`` changed.
+    """
+    return text(
+        f"UPDATE {T} SET event_ids = :event_ids, topics = :topics, importance_score = :importance_score, "
+        "occurrences = :occurrences, content = :content, author = :author, created_at = :created_at, "
+        "session_id = :session_id, turn_pos = :turn_pos, search_text = :search_text, term_count = :term_count, "
+        "embed_status = CASE WHEN :reembed = 1 THEN 'pending' ELSE embed_status END, "
+        "embed_attempts = CASE WHEN :reembed = 1 THEN 0 ELSE embed_attempts END, "
+        "embed_claim = CASE WHEN :reembed = 1 THEN NULL ELSE embed_claim END, "
+        "embed_claimed_at = CASE WHEN :reembed = 1 THEN NULL ELSE embed_claimed_at END, "
         "updated_at = :now WHERE app_name = :app AND user_id = :user AND memory_id = :memory_id"
     )
 
@@ -160,10 +186,11 @@ def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
     """Turns a memory into a tombstone: content and vector erased, id and hash kept.
 
     The id stays so that re-adding the same session does not resurrect what
-    the user deleted (ADK's in-memory service behaves the same way).
+    the user deleted (ADK's in-memory service behaves the same way).  The
+    caller deletes the memory's postings in the same transaction.
     """
     stmt = text(
-        f"UPDATE {T} SET content = '', search_text = NULL, embedding = NULL, embedding_model = NULL, "
+        f"UPDATE {T} SET content = '', search_text = NULL, term_count = 0, embedding = NULL, embedding_model = NULL, "
         "embedding_dim = NULL, topics = NULL, custom_metadata = NULL, embed_status = 'deleted', embed_claim = NULL, "
         "embed_claimed_at = NULL, updated_at = :now WHERE app_name = :app AND user_id = :user "
         "AND memory_id = :id AND embed_status <> 'deleted'"

@@ -64,6 +64,7 @@ def to_hit(row: Any, sig: Signals) -> MemoryHit:
             "access_count": int(row.access_count),
             "superseded_by": row.superseded_by,
             "confidence": float(row.confidence),
+            "occurrences": int(row.occurrences),
             "score": sig.score,
             "scores": dataclasses.asdict(sig),
         }

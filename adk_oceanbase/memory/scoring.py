@@ -1,7 +1,8 @@
 """The hybrid score in numpy: the MySQL/MariaDB path, mirroring ``search_sql.hybrid_search`` exactly.
 
 MySQL has no vector distance, so the SQL prefilter (tenant, filters, newest
-``numpy_scan_limit`` rows, ``MATCH`` score) brings rows here and the same
+``numpy_scan_limit`` rows plus the user's best BM25 matches, with their
+scores from the same ``ft`` CTE as the SQL path) brings rows here and the same
 candidate construction and formula run in numpy: top ``candidate_pool`` by
 cosine, union top ``candidate_pool`` by full-text, the two put on one scale
 by ``settings.fusion``, recency from the newest candidate (or now), the
@@ -35,6 +36,9 @@ class Signals:
     score: float
     context: float = 0.0
     version: float = 0.0
+    ft_cov: float = 0.0
+    """Lexical evidence in [0, 1]: the share of the query's idf mass the memory's words match
+    (``postings.bm25_ctes``); comparable across queries, unlike the max-normalised ``fulltext``."""
 
 
 def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
@@ -181,6 +185,6 @@ def rank_rows(
         )
         if min_score is not None and score < min_score:
             continue
-        out.append((r, Signals(s, rec, freq, ft, imp, score, c, v)))
+        out.append((r, Signals(s, rec, freq, ft, imp, score, c, v, float(r.ft_cov or 0.0))))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
     return out[:top_k]

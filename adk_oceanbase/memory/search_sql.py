@@ -4,10 +4,11 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
 
 1. ``ann``: the user's nearest memories by ``cosine_distance ... APPROXIMATE
    LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``);
-2. ``ft``: the user's best full-text matches, ``MATCH(search_text) AGAINST(q)``
-   on the ik full-text index (words for English, segmentation for CJK and
-   Korean); ``search_text`` is the embedded layout, date + speaker + content,
-   stemmed (``lexical``), and so is the query;
+2. ``ft``: the user's best full-text matches, BM25 over the user's own
+   postings in ``memory_terms`` (``postings.bm25_ctes``: one primary-key
+   range per query term, statistics of this user only); the terms are those
+   of ``search_text``, the embedded layout date + speaker + content, stemmed
+   (``lexical``; CJK as character bigrams), and so is the query;
 3. the union of both candidate lists is joined back to the table (a
    nested-loop hint: the optimizer sizes the ANN CTE at the whole table and
    otherwise hash-joins a full scan, 72 ms vs 16 ms at 100k rows) and every
@@ -42,7 +43,8 @@ from typing import Any, Sequence
 from sqlalchemy import text
 from sqlalchemy.sql.elements import TextClause
 
-from .lexical import stem
+from .lexical import query_terms, stem
+from .postings import bm25_ctes
 from .queries import FACT_TEST, ROW_COLUMNS, T, naive_utc
 from .settings import MemorySettings, ScoreWeights
 
@@ -55,7 +57,6 @@ __all__ = [
     "hybrid_search",
     "numpy_prefilter",
     "user_authors",
-    "user_rows_capped",
 ]
 
 
@@ -124,26 +125,19 @@ def hybrid_search(
     settings: MemorySettings,
     filters: SearchFilters | None = None,
     min_score: float | None = None,
-    fulltext_overfetch: int | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
-    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n``
-    (``ft_n``: how many full-text candidates there were).  ``query_vector`` is
-    the dialect-encoded query embedding; ``None`` runs the full-text half
+    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, ft_cov``
+    (``ft_n``: how many full-text candidates there were; ``ft_cov``: the share
+    of the query's idf mass the memory matches, 0..1, see ``postings.bm25_ctes``).
+    ``query_text`` is :func:`fulltext_query`'s output (stemmed words); ``query_vector``
+    the dialect-encoded query embedding, ``None`` runs the full-text half
     alone (e.g. the embedder is down).
-
-    ``fulltext_overfetch=M`` takes the full-text candidates from the table's
-    best ``M`` matches, then keeps the user's: for a user who owns most of the
-    table that avoids reading every one of their matching rows (100k memories
-    in one user: ~370 ms -> ~40 ms measured).  Exact whenever at least
-    ``candidate_pool`` of the user's rows are among those ``M`` (they are then
-    the user's best); the caller checks ``ft_n`` and re-runs without it otherwise.
     """
     params: dict[str, Any] = {
         "app": app_name,
         "user": user_id,
-        "qtext": query_text,
         "model": embedding_model,
         "now": now,
         "pool": int(settings.candidate_pool),
@@ -174,26 +168,15 @@ def hybrid_search(
         sem_raw = "CASE WHEN m.embedding IS NULL OR m.embedding_model <> :model THEN 0 ELSE 1 - cosine_distance(m.embedding, :qv) END"
     else:
         has_vec, sem_raw = "0", "0"
-    has_text = bool(query_text.strip())
-    if has_text:
+    terms = query_terms(query_text.split())
+    if terms:
         where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
-        if fulltext_overfetch:
-            params["over"] = int(fulltext_overfetch)
-            ctes.append(
-                f"ft AS (SELECT f.memory_id, g.fts FROM (SELECT x.app_name, x.user_id, x.memory_id, "
-                f"MATCH(x.search_text) AGAINST(:qtext) AS fts FROM {T} x WHERE MATCH(x.search_text) AGAINST(:qtext) "
-                f"ORDER BY fts DESC LIMIT :over) g JOIN {T} f ON f.app_name = g.app_name AND f.user_id = g.user_id "
-                f"AND f.memory_id = g.memory_id WHERE {where} ORDER BY g.fts DESC, f.memory_id LIMIT :pool)"
-            )
-        else:
-            ctes.append(
-                f"ft AS (SELECT f.memory_id, MATCH(f.search_text) AGAINST(:qtext) AS fts FROM {T} f "
-                f"WHERE {where} AND MATCH(f.search_text) AGAINST(:qtext) ORDER BY fts DESC, f.memory_id LIMIT :pool)"
-            )
+        ctes.extend(bm25_ctes(terms, where, params, settings.candidate_pool))
         branches.append("SELECT memory_id FROM ft")
-        ft_join, in_ft, fts = "LEFT JOIN ft ON ft.memory_id = c.memory_id", "(ft.memory_id IS NOT NULL)", "COALESCE(ft.fts, 0)"
+        ft_join, in_ft = "LEFT JOIN ft ON ft.memory_id = c.memory_id", "(ft.memory_id IS NOT NULL)"
+        fts, cov = "COALESCE(ft.fts, 0)", "COALESCE(ft.cov, 0)"
     else:
-        ft_join, in_ft, fts = "", "0", "0"
+        ft_join, in_ft, fts, cov = "", "0", "0", "0"
     if not branches:
         raise ValueError("hybrid_search needs a query vector or a query text")
     # Recency reference: the newest candidate (capped at now) or now itself.
@@ -215,10 +198,11 @@ def hybrid_search(
     {ft} AS ft,
     r.importance_score AS imp,
     SUM(r.in_ft) OVER () AS ft_n,
+    r.ft_cov,
     r.sem_raw, r.has_vec, r.is_fact
   FROM (
     SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts,
-      {in_ft} AS in_ft, {_is_fact("m")} AS is_fact
+      {cov} AS ft_cov, {in_ft} AS in_ft, {_is_fact("m")} AS is_fact
     FROM cand c JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id {ft_join}
   ) r
 )""")
@@ -230,7 +214,7 @@ def hybrid_search(
     base = ("(:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp "
             "+ :w_ctx * s.ctx + :w_ver * s.ver)")
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, s.ver, {base} AS score, s.ft_n
+SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, s.ver, {base} AS score, s.ft_n, s.ft_cov
 FROM (
   SELECT q.*, {ctx} AS ctx, {ver} AS ver
   FROM sig q {ver_join}
@@ -298,9 +282,9 @@ def _context_expr(window: int) -> str:
     )
 
 
-# English function words dropped from the full-text query (not from the index).  OceanBase's
-# BM25 gives every matched term a positive weight (rank-bm25 floors terms in more than half
-# the documents to ~0), so "when did ... the ... to" pulled short, unrelated turns up.
+# English function words dropped from the full-text query (not from the index).  Measured with
+# OceanBase's BM25 (every matched term weighs > 0): "when did ... the ... to" pulled short,
+# unrelated turns up; the per-user BM25 floors such terms low but they still add noise.
 STOPWORDS = frozenset(
     "a an the and or but if of at by for with about against between into through during before after above "
     "below to from up down in out on off over under again further then once here there when where why how "
@@ -317,7 +301,9 @@ _QUERY_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 
 
 def fulltext_query(query: str, *, drop_stopwords: bool = True, drop_terms: frozenset[str] = frozenset()) -> str:
-    """The words of ``query`` sent to ``MATCH ... AGAINST``: stemmed like ``search_text``, stopwords removed.
+    """The words of ``query`` the full-text half looks up: stemmed like ``search_text``, stopwords removed.
+
+    Space-separated; ``lexical.query_terms`` turns them into index terms.
 
     ``drop_terms`` are stems left out as well (the user's author names, see
     ``MemorySettings.fulltext_drop_authors``).  Keeps every word when nothing
@@ -328,12 +314,6 @@ def fulltext_query(query: str, *, drop_stopwords: bool = True, drop_terms: froze
     stems = [stem(w) for w in kept]
     useful = [t for t in stems if t not in drop_terms]
     return " ".join(useful or stems or [stem(w) for w in words])
-
-
-def user_rows_capped(app_name: str, user_id: str, cap: int) -> tuple[TextClause, dict[str, Any]]:
-    """How many memories the user has, counting no further than ``cap`` (an index range scan of at most ``cap``)."""
-    stmt = text(f"SELECT COUNT(*) FROM (SELECT 1 FROM {T} WHERE app_name = :app AND user_id = :user LIMIT :cap) t")
-    return stmt, {"app": app_name, "user": user_id, "cap": int(cap)}
 
 
 def user_authors(app_name: str, user_id: str) -> tuple[TextClause, dict[str, Any]]:
@@ -377,16 +357,29 @@ def numpy_prefilter(
     settings: MemorySettings,
     filters: SearchFilters | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
-    """MySQL path: the user's newest rows with embedding and full-text score, scored later in numpy.
+    """MySQL path: the user's newest rows plus their best BM25 matches, scored later in numpy.
 
-    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``, ``fts``.
+    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``,
+    ``fts`` and ``ft_cov`` (0 for rows outside the BM25 candidates).  The
+    full-text candidates are exactly :func:`hybrid_search`'s (the same
+    ``ft`` CTE), so both paths see the same full-text list; the semantic
+    candidates come from the newest ``numpy_scan_limit`` rows.
     """
-    params: dict[str, Any] = {"app": app_name, "user": user_id, "qtext": query_text, "lim": settings.numpy_scan_limit}
+    params: dict[str, Any] = {"app": app_name, "user": user_id, "lim": settings.numpy_scan_limit}
     where = _scope_where("m", filters, settings.include_superseded, params, settings.min_confidence)
-    fts = "MATCH(m.search_text) AGAINST(:qtext)" if query_text.strip() else "0"
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
+    newest = f"SELECT m.memory_id FROM {T} m WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
+    terms = query_terms(query_text.split())
+    if not terms:
+        sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov FROM {T} m " \
+              f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
+        return text(sql), params
+    ft_where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
+    ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool)
     sql = (
-        f"SELECT {cols}, m.embedding, m.embedding_model, {fts} AS fts FROM {T} m "
-        f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
+        f"WITH {', '.join(ctes)} SELECT {cols}, m.embedding, m.embedding_model, COALESCE(ft.fts, 0) AS fts, "
+        f"COALESCE(ft.cov, 0) AS ft_cov FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "
+        f"JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id "
+        "LEFT JOIN ft ON ft.memory_id = c.memory_id"
     )
     return text(sql), params

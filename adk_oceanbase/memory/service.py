@@ -37,10 +37,11 @@ from ..errors import (
 )
 from ..governance import queries as gq
 from ..redaction import RedactionPolicy, redact_value
-from ..schema import agent_memories
+from ..schema import agent_memories, memory_terms
 from ..sessions.codec import check_id, check_text, check_timestamp, decode_event
 from ..telemetry import traced
 from . import arguments as args
+from . import postings
 from . import queries as q
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
@@ -388,27 +389,27 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             # Checked again here: an opt-out committed while the drafts were made still wins.
             if (await conn.execute(gq.opt_out_of(app, user))).first() is not None:
                 return None
-            new = await write_drafts(conn, app, user, drafts, now)
+            outcome = await write_drafts(conn, app, user, drafts, now)
             if (audit := current_entry()) is not None:
-                audit.row_count = len(new)
+                audit.row_count = len(outcome.inserted)
                 await conn.execute(audit.insert())
-            return new
+            return outcome
 
         # Idempotent (known ids are skipped): a deadlock victim or a lost connection re-runs it
         # (_rerunnable_tx), and so does a write that lost a race for the same new rows (1062).
         for attempt in range(1, _WRITE_ATTEMPTS + 1):
             try:
-                new_ids = await self._rerunnable_tx(write)
+                outcome = await self._rerunnable_tx(write)
                 break
             except (DuplicateKeyError, DeadlockError):
                 if attempt == _WRITE_ATTEMPTS:
                     raise
                 await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))
-        if new_ids is None:
+        if outcome is None:
             logger.debug("memory opt-out: %d memory draft(s) not stored", len(drafts))
             return []
-        self._vectorizer.submit((app, user, mid) for mid in new_ids)
-        return new_ids
+        self._vectorizer.submit((app, user, mid) for mid in [*outcome.inserted, *outcome.reembed])
+        return outcome.inserted
 
     @override
     @traced
@@ -479,6 +480,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
         async def delete(conn: AsyncConnection) -> None:
             deleted = await conn.execute(stmt, params)
+            if deleted.rowcount:
+                await conn.execute(*postings.delete_postings(app, user, [memory_id]))
             if (audit := current_entry()) is not None:
                 audit.row_count = deleted.rowcount
                 await conn.execute(audit.insert())
@@ -505,6 +508,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 await conn.execute(gq.delete_opt_out(app, user))
             if purge:
                 purged = int((await conn.execute(gq.delete_user_rows(agent_memories, app, user))).rowcount or 0)
+                await conn.execute(gq.delete_user_rows(memory_terms, app, user))
         return purged
 
     async def is_memory_opted_out(self, app_name: str, user_id: str) -> bool:
@@ -591,7 +595,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._engine()
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
-        # A zero full-text weight skips the MATCH candidates altogether.
+        # A zero full-text weight skips the BM25 candidates altogether.
         ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:
@@ -601,7 +605,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
         async def rank(conn: AsyncConnection) -> list[MemoryHit]:
             if use_sql:
-                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile.big)
+                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
             return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
 
         hits = await self._read(rank)
@@ -613,28 +617,21 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return hits
 
     async def _profile(self, app: str, user: str) -> _UserProfile:
-        """The user's author-name stems and whether they are big, cached ``author_cache_s``.
-
-        Authors feed ``fulltext_drop_authors``; "big" (at least
-        ``fulltext_overfetch_rows`` memories) picks the over-fetch full-text form.
-        """
+        """The user's author-name stems (``fulltext_drop_authors``), cached ``author_cache_s``."""
         key = (app, user)
         hit = self._profiles.get(key)
         clock = time.monotonic()
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
-        cap = self.settings.fulltext_overfetch_rows
 
-        async def load(conn: AsyncConnection) -> tuple[list[str], bool]:
+        async def load(conn: AsyncConnection) -> list[str]:
             stmt, params = sq.user_authors(app, user)
-            names = [r[0] for r in (await conn.execute(stmt, params)).all()]
-            stmt, params = sq.user_rows_capped(app, user, cap)
-            return names, int((await conn.execute(stmt, params)).scalar() or 0) >= cap
+            return [r[0] for r in (await conn.execute(stmt, params)).all()]
 
-        names, big = await self._read(load)
+        names = await self._read(load)
         if len(self._profiles) > 10_000:
             self._profiles.clear()
-        profile = _UserProfile(clock, _name_terms(names), big)
+        profile = _UserProfile(clock, _name_terms(names))
         self._profiles[key] = profile
         return profile
 
@@ -663,27 +660,22 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             logger.warning("query embedding failed; searching full-text only", exc_info=True)
             return None
 
-    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, big=False) -> list[MemoryHit]:
+    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
         dialect, s = self._db.dialect, self.settings
         if s.vector_search == "ann" and qvec is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
             stmt, params = q.set_ef_search(max(s.ef_search or 64, s.candidate_pool))
             await conn.execute(stmt, params)
-        over = max(s.fulltext_overfetch, s.candidate_pool) if big and query else None
-        while True:
-            stmt, params = sq.hybrid_search(
-                app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
-                query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
-                settings=s, filters=flt, min_score=ms, fulltext_overfetch=over,
-            )
-            rows = await _read_retrying_internal_error(conn, stmt, params)
-            if over is None or (rows and rows[0].ft_n >= s.candidate_pool):
-                break
-            over = None  # too few of the user's rows among the table's best matches: filter first
+        stmt, params = sq.hybrid_search(
+            app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
+            query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
+            settings=s, filters=flt, min_score=ms,
+        )
+        rows = await _read_retrying_internal_error(conn, stmt, params)
         return [
             _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
-                        float(r.ctx), float(r.ver)))
+                            float(r.ctx), float(r.ver), float(r.ft_cov)))
             for r in rows
         ]
 
@@ -728,7 +720,6 @@ class _UserProfile:
 
     at: float
     author_terms: frozenset[str]
-    big: bool
 
 
 _OB_INTERNAL_ERROR = 4016

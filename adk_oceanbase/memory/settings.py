@@ -38,7 +38,8 @@ class ScoreWeights:
     """Cosine similarity ``1 - cosine_distance`` between query and memory embedding."""
 
     fulltext: float = 0.5
-    """Full-text relevance (``MATCH ... AGAINST``) divided by the best full-text score among the candidates.
+    """Full-text relevance (BM25 over the user's own terms, ``memory.postings``) divided by the best
+    full-text score among the candidates.  (Before revision 0012: ``MATCH ... AGAINST``.)
 
     With stemming and author names out of the query the full-text half got strong enough that an
     even split beats 0.7/0.3 with the context signal on (10 conversations: 0.699 vs 0.694)."""
@@ -127,14 +128,16 @@ class MemorySettings:
     """Leave the user's single-word author names out of the full-text query (the vector still sees them).
 
     Every turn's ``search_text`` starts with its author ("Caroline: ..."), so in a user's own rows a
-    name is as common as "the"; but OceanBase's BM25 statistics cover all users' rows, where a name
-    is rare, and "What did Caroline paint?" ranked every Caroline turn by her name.  LoCoMo (10
+    name is as common as "the"; OceanBase's BM25 statistics covered all users' rows, where a name
+    is rare, and "What did Caroline paint?" ranked every Caroline turn by her name.  Since revision
+    0012 the statistics are the user's own (the name's idf is floored there), so this matters less;
+    not re-measured.  LoCoMo (10
     conversations in one table, numpy replica of table-wide BM25, 0.7/0.3): R@10 0.619 -> 0.648.
     Authors are cached per user for ``author_cache_s``."""
 
     author_cache_s: float = 300.0
-    """How long a user's author names (``fulltext_drop_authors``) and size class
-    (``fulltext_overfetch_rows``) are cached; new authors ingested by this process are added at once."""
+    """How long a user's author names (``fulltext_drop_authors``) are cached; new authors ingested by
+    this process are added at once."""
 
     fusion: Literal["linear", "minmax", "rrf"] = "linear"
     """How the semantic and full-text signals are put on one scale before weighting.
@@ -176,16 +179,6 @@ class MemorySettings:
     """Candidates taken from each of the ANN and full-text lists before the final scoring.
 
     Measured (LoCoMo R@10, 0.6/0.4): 100 -> 0.591, 200 -> 0.599, 300 -> 0.598."""
-
-    fulltext_overfetch_rows: int = 20_000
-    """Users with at least this many memories take full-text candidates from the table's best
-    ``fulltext_overfetch`` matches (then keep their own) instead of filtering to the user first,
-    which reads every one of a big user's matching rows (1 user x 100k: ~370 ms).  Exact when
-    enough of the user's rows are among them; otherwise the search re-runs the filtered form.
-    Counted with a capped COUNT, cached with the author names (``author_cache_s``)."""
-
-    fulltext_overfetch: int = 400
-    """How many of the table's best full-text matches the over-fetch form reads (>= candidate_pool)."""
 
     vector_search: Literal["ann", "exact"] = "ann"
     """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (fine below ~10k)."""

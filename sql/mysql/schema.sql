@@ -81,11 +81,14 @@ CREATE TABLE agent_memories (
   embed_claimed_at DATETIME(6),                           -- when it was claimed: older than the lease = taken over
   tainted SMALLINT NOT NULL DEFAULT 0,                    -- 1: never returned by search nor injected (mark_tainted)
   confidence FLOAT NOT NULL DEFAULT 1,                    -- 0..1; below MemorySettings.min_confidence: never returned
+  term_count INTEGER NOT NULL DEFAULT 0,                  -- terms in search_text (lexical.doc_terms): BM25 document length; 0 = tombstone
+  occurrences INTEGER NOT NULL DEFAULT 1,                 -- times this exact content was stored (merged onto the newest occurrence)
   CONSTRAINT pk_agent_memories PRIMARY KEY (app_name, user_id, memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
   INDEX ix_memories_embed_status (embed_status, updated_at),
-  INDEX ix_memories_session_pos (app_name, user_id, session_id, turn_pos)
+  INDEX ix_memories_session_pos (app_name, user_id, session_id, turn_pos),
+  INDEX ix_memories_user_terms (app_name, user_id, term_count)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE audit_log (                                  -- one row per audited operation; ids and numbers, never content
@@ -108,6 +111,16 @@ CREATE TABLE audit_log (                                  -- one row per audited
 
 CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text);
 -- MySQL/MariaDB have no vector index: vectors are little-endian float32 bytes scored in numpy after an SQL prefilter.
+
+CREATE TABLE memory_terms (                               -- per-user lexical index: postings of search_text, scored with BM25 by search
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  term VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,           -- a stemmed word, or a CJK/kana/Hangul character bigram
+  memory_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  tf INTEGER NOT NULL,                                     -- occurrences of the term in the memory's search_text
+  CONSTRAINT pk_memory_terms PRIMARY KEY (app_name, user_id, term, memory_id),
+  INDEX ix_memory_terms_memory (app_name, user_id, memory_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE memory_opt_out (                             -- users who asked not to be remembered (set_memory_opt_out)
   app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
