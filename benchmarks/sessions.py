@@ -37,6 +37,9 @@ from typing import Any, Awaitable, Callable
 from urllib.parse import quote, unquote, urlsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This checkout's adk_oceanbase, not whichever one is installed: a script's sys.path[0] is its
+# own folder, so without this the import finds the installed (editable) package of another tree.
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from _common import (  # noqa: E402  (script-style import of the sibling module)
     Timer,
@@ -673,6 +676,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
+def _package_path() -> str | None:
+    """Where ``adk_oceanbase`` was imported from (the JSON's git commit describes only this checkout)."""
+    try:
+        import adk_oceanbase
+
+        return str(Path(adk_oceanbase.__file__).resolve().parent)
+    except ImportError:
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.WARNING)
@@ -690,7 +703,8 @@ def main(argv: list[str] | None = None) -> int:
             cur.execute("SELECT VERSION()")
             server_version = cur.fetchone()[0]
         conn.close()
-        env = environment(PACKAGES, {"server": server_version, "server_started_by_benchmark": server is not None})
+        env = environment(PACKAGES, {"server": server_version, "server_started_by_benchmark": server is not None,
+                                     "adk_oceanbase_imported_from": _package_path()})
         print_environment(env)
         print("  args: " + json.dumps({k: v for k, v in vars(args).items() if k != "url"}))
         results = asyncio.run(run(args, host, port, user, pw))

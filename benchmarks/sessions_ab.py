@@ -28,6 +28,9 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This checkout's adk_oceanbase, not whichever one is installed: a script's sys.path[0] is its
+# own folder, so without this the import finds the installed (editable) package of another tree.
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from _common import ensure_database, environment, print_environment, start_seekdb, write_json  # noqa: E402
 from sessions import PACKAGES, Workload, build_url, fresh, patch_adk_table_setup  # noqa: E402
@@ -108,7 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     sys.path.append(args.old_path)
     warnings.filterwarnings("ignore", message="Unknown schema content")
-    env = environment(PACKAGES, {"old_commit": args.old_commit})
+    import adk_oceanbase
+
+    env = environment(PACKAGES, {"old_commit": args.old_commit, "adk_oceanbase_imported_from": str(Path(adk_oceanbase.__file__).parent)})
     print_environment(env)
     server = start_seekdb()
     try:
