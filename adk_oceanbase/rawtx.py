@@ -13,8 +13,11 @@ negotiates multi-statements; ``Config.batch_statements`` turns batching off).
 
 The connection still comes from, and goes back to, the engine's one pool, so
 pool size, per-connection settings (UTC, timeouts) and disposal stay in one
-place.  Everything else keeps using SQLAlchemy Core: the saving only matters
-where a call is a handful of milliseconds and runs once per event.
+place; it is checked out of the pool directly (``AsyncEngine.raw_connection``),
+without a SQLAlchemy ``Connection`` around it: 14 us instead of 49 us of CPU
+per checkout and return (measured, issue #11).  Everything else keeps using
+SQLAlchemy Core: the saving only matters where a call is a handful of
+milliseconds and runs once per event.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from aiomysql.cursors import RE_INSERT_VALUES
 from pymysql.constants import CLIENT
 from sqlalchemy.ext.asyncio import AsyncEngine
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.util.concurrency import greenlet_spawn
 
 from .errors import PacketTooLargeError, is_connection_lost, typed_errors
 
@@ -50,7 +54,10 @@ class RawTransaction:
         self._max_packet = max_packet
         self._multi = batch and bool(cursor.connection.client_flag & CLIENT.MULTI_STATEMENTS)
         self.finished = False
-        """True once a batch ended with COMMIT: the context manager then commits nothing more."""
+        """True once a batch ended with COMMIT: the context manager then commits nothing more.
+
+        Any statement after that starts a new transaction, which the context
+        manager commits (or rolls back) as usual."""
 
     async def batch(self, statements: Sequence[tuple[str, Any]]) -> list[Result]:
         """Runs ``statements`` in order, in one round trip when the connection allows it.
@@ -68,6 +75,7 @@ class RawTransaction:
         """
         texts = [self._render(sql, params) for sql, params in statements]
         commits = bool(statements) and statements[-1][0] == COMMIT
+        self.finished = False
         if self._multi:
             texts = [";\n".join(texts)]
         for text in texts:
@@ -90,6 +98,7 @@ class RawTransaction:
         For the rare branches inside a hot transaction (stale-copy checks,
         compaction bookkeeping) whose SQL is built from arguments.
         """
+        self.finished = False
         compiled = stmt.compile(dialect=self._dialect, compile_kwargs={"render_postcompile": True})
         params = compiled.params
         args = tuple(params[name] for name in compiled.positiontup or ())
@@ -153,8 +162,9 @@ async def raw_transaction(
     instead of being returned to the pool.
     """
     with typed_errors():
-        async with engine.connect() as sa_conn:
-            pooled = await sa_conn.get_raw_connection()
+        pooled = await engine.raw_connection()
+        checked_in = False
+        try:
             driver = pooled.driver_connection
             cursor = await driver.cursor()
             tx = RawTransaction(cursor, engine.dialect, batch, max_packet)
@@ -169,10 +179,18 @@ async def raw_transaction(
                         # its siblings too, so connections opened before now are replaced
                         # at their next checkout (a re-run must not meet another dead one).
                         engine.sync_engine.pool._invalidate(pooled, exc, _checkin=False)
-                    await sa_conn.invalidate()
+                    # closes the driver connection (awaited inside: hence the greenlet)
+                    # and hands the pool record back, so there is nothing left to check in
+                    checked_in = True
+                    await greenlet_spawn(pooled.invalidate, exc)
                 raise
             finally:
                 await cursor.close()
+        finally:
+            if not checked_in:
+                # Check-in may close the connection (overflow, recycle): the driver's
+                # close is awaited inside, so it runs in SQLAlchemy's greenlet.
+                await greenlet_spawn(pooled.close)
 
 
 async def _rolled_back(driver: Any, exc: BaseException) -> bool:

@@ -1,8 +1,9 @@
 """The driver-level append/create path (adk_oceanbase.rawtx): batches, their failure modes, the pool afterwards.
 
 ``append_event`` sends the compare-and-set, the event row and the state upsert
-in one packet and commits only once the compare-and-set matched, so every way
-the batch can fail must leave nothing behind and a healthy pooled connection.
+in one packet (with the COMMIT, each write conditional on the one before: see
+test_session_onepacket.py), so every way the batch can fail must leave nothing
+behind and a healthy pooled connection.
 """
 
 from __future__ import annotations

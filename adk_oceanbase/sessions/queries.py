@@ -12,6 +12,7 @@ the rest.
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
 
 from sqlalchemy import Delete, Select, Update, and_, bindparam, delete, func, literal, or_, select, tuple_, update
@@ -24,7 +25,11 @@ from .codec import APP, SESSION, USER
 __all__ = [
     "RAW_BUMP_SESSION_CAS",
     "RAW_INSERT_EVENT",
+    "RAW_INSERT_EVENT_IF_BUMPED",
     "RAW_INSERT_SESSION",
+    "RAW_SELECT_LIVE_EVENTS",
+    "RAW_SELECT_LIVE_EVENTS_IN_WINDOW",
+    "RAW_SELECT_SESSION_HEAD",
     "RAW_SELECT_STATE_ROWS",
     "RAW_UPSERT_STATE",
     "SELECT_SESSION",
@@ -35,6 +40,8 @@ __all__ = [
     "event_exists",
     "latest_event_id",
     "lock_session",
+    "numbered_state_params",
+    "raw_upsert_state_if_written",
     "archive_seq_ranges",
     "first_seq_of_invocation",
     "select_events",
@@ -100,6 +107,23 @@ VALUES
      %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s, %(redacted)s)
 """
 
+RAW_INSERT_EVENT_IF_BUMPED = """
+INSERT INTO session_events
+    (app_name, user_id, session_id, seq, event_id, invocation_id, author, branch,
+     event_type, ts, event_time, token_count, is_final, compacted_by, event_json, redacted)
+SELECT %(app)s, %(user)s, %(sid)s, %(seq)s, %(event_id)s, %(invocation_id)s, %(author)s, %(branch)s,
+       %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s, %(redacted)s
+  FROM DUAL
+ WHERE ROW_COUNT() = 1
+"""
+"""The event row, written only when the statement before it (the compare-and-set) changed one row.
+
+``ROW_COUNT()`` is the previous statement's count, so in one packet
+``RAW_BUMP_SESSION_CAS; RAW_INSERT_EVENT_IF_BUMPED; ...; COMMIT`` writes
+nothing on a stale session and the COMMIT can ride in the same packet
+(issue #11).  Measured on seekdb: as fast as ``INSERT ... VALUES``.
+"""
+
 RAW_UPSERT_STATE = """
 INSERT INTO session_state (app_name, scope, user_id, session_id, state_key, value_json, updated_at)
 VALUES (%(app_name)s, %(scope)s, %(user_id)s, %(session_id)s, %(state_key)s, %(value_json)s, %(updated_at)s)
@@ -110,6 +134,69 @@ ON DUPLICATE KEY UPDATE value_json = VALUES(value_json), updated_at = VALUES(upd
 Run with ``executemany``: the driver sends all rows as one multi-row
 statement (its batching needs every VALUES item to be a parameter).
 """
+
+RAW_SELECT_SESSION_HEAD = """
+SELECT last_seq, last_update_time
+  FROM agent_sessions
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+"""
+
+RAW_SELECT_LIVE_EVENTS = """
+SELECT seq, event_json
+  FROM session_events
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+   AND compacted_by IS NULL
+ ORDER BY seq
+"""
+""":func:`select_live_events` without ``after_timestamp`` (the default load): rows no compaction archived."""
+
+RAW_SELECT_LIVE_EVENTS_IN_WINDOW = """
+SELECT seq, event_json
+  FROM session_events
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+   AND compacted_by IS NULL
+   AND seq >= COALESCE((SELECT w.seq FROM session_events w
+                         WHERE w.app_name = %(app)s AND w.user_id = %(user)s AND w.session_id = %(sid)s
+                         ORDER BY w.seq DESC LIMIT 1 OFFSET %(skip)s), 0)
+ ORDER BY seq
+"""
+"""The same for ``num_recent_events`` (``skip`` = n - 1): :func:`window_start_seq` as a scalar subquery.
+
+The window counts every stored row, archived or not, like a full load;
+archived rows are dropped from it afterwards.
+"""
+
+_STATE_COLS = ("app_name", "scope", "user_id", "session_id", "state_key", "value_json", "updated_at")
+
+
+@functools.lru_cache(maxsize=64)
+def raw_upsert_state_if_written(n: int) -> str:
+    """``RAW_UPSERT_STATE`` for ``n`` rows, run only if the statement before it wrote one row.
+
+    Parameters are the columns suffixed with the row number (``app_name_0``,
+    ...; see :func:`numbered_state_params`).  The rows are a derived table of
+    ``SELECT ... UNION ALL`` (aliased: two equal literals must not make
+    duplicate column names); the ``ROW_COUNT()`` filter is evaluated before
+    any row is written, so every row or none goes in.
+    """
+    rows = []
+    for i in range(n):
+        if i == 0:
+            rows.append("SELECT " + ", ".join(f"%({c}_{i})s AS {c}" for c in _STATE_COLS))
+        else:
+            rows.append("SELECT " + ", ".join(f"%({c}_{i})s" for c in _STATE_COLS))
+    return (
+        f"INSERT INTO session_state ({', '.join(_STATE_COLS)})\n"
+        f"SELECT * FROM ({' UNION ALL '.join(rows)}) AS r\n"
+        " WHERE ROW_COUNT() = 1\n"
+        "ON DUPLICATE KEY UPDATE value_json = VALUES(value_json), updated_at = VALUES(updated_at)"
+    )
+
+
+def numbered_state_params(rows: Sequence[dict]) -> dict[str, Any]:
+    """The parameters of :func:`raw_upsert_state_if_written` for these state rows."""
+    return {f"{c}_{i}": row[c] for i, row in enumerate(rows) for c in _STATE_COLS}
+
 
 RAW_SELECT_STATE_ROWS = """
 SELECT scope, state_key, value_json
