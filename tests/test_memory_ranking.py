@@ -210,7 +210,8 @@ async def test_big_users_take_full_text_candidates_from_the_tables_best_matches(
         settings=dataclasses.replace(svc.settings, fulltext_overfetch_rows=100, fulltext_overfetch=200),
     )
     try:
-        assert (await big._profile(APP, USER)).big and not (await svc._profile(APP, USER)).big
+        rows = (await big._profile(APP, USER)).rows
+        assert 100 <= rows < svc.settings.fulltext_overfetch_rows  # big for `big`, not for `svc`
         for query in QUERIES:
             plain = await svc.search(APP, USER, query, top_k=15)
             forms.clear()

@@ -125,6 +125,7 @@ def hybrid_search(
     filters: SearchFilters | None = None,
     min_score: float | None = None,
     fulltext_overfetch: int | None = None,
+    approximate: bool | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -164,7 +165,9 @@ def hybrid_search(
         where = _scope_where("a", filters, settings.include_superseded, params, settings.min_confidence)
         # APPROXIMATE takes nothing but the distance; the exact scan breaks ties by id
         # (identical texts have identical vectors) like the numpy path does.
-        order = " APPROXIMATE" if settings.vector_search == "ann" else ", a.memory_id"
+        if approximate is None:
+            approximate = settings.vector_search == "ann"
+        order = " APPROXIMATE" if approximate else ", a.memory_id"
         ctes.append(
             f"ann AS (SELECT a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
             f"ORDER BY cosine_distance(a.embedding, :qv){order} LIMIT :pool)"

@@ -187,8 +187,21 @@ class MemorySettings:
     fulltext_overfetch: int = 400
     """How many of the table's best full-text matches the over-fetch form reads (>= candidate_pool)."""
 
-    vector_search: Literal["ann", "exact"] = "ann"
-    """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (fine below ~10k)."""
+    vector_search: Literal["auto", "ann", "exact"] = "auto"
+    """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (a primary-key
+    range scan on ``(app_name, user_id)``); ``auto`` scans exactly for users with fewer than
+    ``exact_scan_rows`` memories and uses the index for bigger ones.
+
+    Why ``auto``: seekdb 1.4 runs the tenant-filtered ``APPROXIMATE`` search as ``VECTOR INDEX
+    ADAPTIVE SCAN (PRE-FILTER)`` unless the user owns most of the table, and that was 5-8x slower
+    than the exact scan at every user size measured (2 vCPU, 88k rows, LIMIT 200: 1k rows 9-12 vs
+    2-5 ms, 5k rows 39-46 vs 7-8 ms, 20k rows 175-190 vs 18-24 ms; before and after an index
+    rebuild), while its recall depends on the state of an index grown row by row.  The exact scan
+    is always exact and independent of other users' rows (benchmarks/README.md, ``--histories``)."""
+
+    exact_scan_rows: int = 20_000
+    """``vector_search="auto"``: users with fewer memories than this are scanned exactly.  Counted with
+    the capped COUNT of ``fulltext_overfetch_rows`` and cached with it (``author_cache_s``)."""
 
     ef_search: int | None = None
     """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least ``candidate_pool``
