@@ -289,8 +289,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ef-search", default="64", help="scale mode: comma list of ob_hnsw_ef_search values")
     p.add_argument("--histories", action="store_true",
                    help="histories mode: LoCoMo users (~300-700 turns) in an app grown to 100k rows (_histories.py)")
-    p.add_argument("--histories-phases", default="measured,x10,100000",
-                   help="histories mode: app sizes measured in turn: measured, x10 (10x more other users' rows), N rows")
+    p.add_argument("--histories-phases", default="measured,x10,100000,rebuilt",
+                   help="histories mode: app sizes measured in turn: measured, x10 (10x more other users' rows), "
+                        "N rows, rebuilt (the same after a forced index rebuild)")
     p.add_argument("--histories-queries", type=int, default=300, help="histories mode: questions per phase (0 = all)")
     p.add_argument("--histories-memory", default="4G", help="histories mode: memory_budget of the started seekdb")
     p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")
