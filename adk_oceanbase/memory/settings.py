@@ -193,11 +193,11 @@ class MemorySettings:
     ``exact_scan_rows`` memories and uses the index for bigger ones.
 
     Why ``auto``: seekdb 1.4 runs the tenant-filtered ``APPROXIMATE`` search as ``VECTOR INDEX
-    ADAPTIVE SCAN (PRE-FILTER)`` unless the user owns most of the table, and that was 5-8x slower
-    than the exact scan at every user size measured (2 vCPU, 88k rows, LIMIT 200: 1k rows 9-12 vs
-    2-5 ms, 5k rows 39-46 vs 7-8 ms, 20k rows 175-190 vs 18-24 ms; before and after an index
-    rebuild), while its recall depends on the state of an index grown row by row.  The exact scan
-    is always exact and independent of other users' rows (benchmarks/README.md, ``--histories``)."""
+    ADAPTIVE SCAN (PRE-FILTER)`` unless the user owns most of the table, and that was slower than
+    the exact scan at every user size up to 20k (``benchmarks/vector_user_sizes.py``, 88k rows,
+    LIMIT 200, p50 ANN vs exact: 5k rows 97 vs 8 ms on the index grown row by row, 40 vs 13 ms
+    rebuilt; 20k rows 618 vs 47, 65 vs 16 ms); at 50k rows (57% of the table) they were even.
+    The exact scan is exact by construction, whatever state the index is in."""
 
     exact_scan_rows: int = 20_000
     """``vector_search="auto"``: users with fewer memories than this are scanned exactly.  Counted with
