@@ -5,6 +5,7 @@ Usage (from the repository root, venv active)::
     HF_HUB_OFFLINE=1 python benchmarks/retrieval.py --locomo ../shared/datasets/locomo10.json \\
         --conversations 10 --out /tmp/retrieval.json
     python benchmarks/retrieval.py --scale 100000 --out /tmp/scale.json       # ANN vs exact at scale
+    python benchmarks/retrieval.py --histories --locomo ...                     # long histories, app grown to 100k
     python benchmarks/retrieval.py --locomo ... --grid                          # small tuning grid for ours
 
 Data
@@ -286,6 +287,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scale-layouts", default="users,single", help="scale mode: users (1,000 x N/1,000) and/or single (1 x N)")
     p.add_argument("--scale-service-queries", type=int, default=20, help="scale mode: queries through the service")
     p.add_argument("--ef-search", default="64", help="scale mode: comma list of ob_hnsw_ef_search values")
+    p.add_argument("--histories", action="store_true",
+                   help="histories mode: LoCoMo users (~300-700 turns) in an app grown to 100k rows (_histories.py)")
+    p.add_argument("--histories-phases", default="measured,x10,100000,rebuilt",
+                   help="histories mode: app sizes measured in turn: measured, x10 (10x more other users' rows), "
+                        "N rows, rebuilt (the same after a forced index rebuild)")
+    p.add_argument("--histories-queries", type=int, default=300, help="histories mode: questions per phase (0 = all)")
+    p.add_argument("--histories-memory", default="4G", help="histories mode: memory_budget of the started seekdb")
     p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")
     p.add_argument("--skip-embed-latency", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -297,7 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    if args.scale:
+    if args.histories:
+        from benchmarks._histories import run_histories
+
+        results = asyncio.run(run_histories(args))
+    elif args.scale:
         from benchmarks._scale import run_scale
 
         results = asyncio.run(run_scale(args))

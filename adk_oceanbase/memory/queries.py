@@ -37,6 +37,7 @@ __all__ = [
     "session_event_log",
     "reset_other_models",
     "REBUILD_VECTOR_INDEX",
+    "rebuild_vector_index",
     "set_ef_search",
     "set_embedding",
     "supersede",
@@ -345,6 +346,17 @@ An index grown row by row searched ~30x slower at 100k rows than a rebuilt
 one (benchmarks/_scale.py); the server rebuilds on its own only daily and
 only past 20% new rows.  Took 85-122 s at 100k rows on 2 cores.
 """
+
+
+def rebuild_vector_index(delta_rate_threshold: float) -> TextClause:
+    """``REBUILD_INDEX`` that rebuilds only when the rows added since the last build exceed this fraction.
+
+    The server keeps that delta itself (seekdb: "if you do not specify
+    delta_rate_threshold, the index may not be rebuilt"; 0 forces it), so
+    callers need no state of their own (``IndexUpkeep``).
+    """
+    rate = min(max(float(delta_rate_threshold), 0.0), 1.0)
+    return text(f"CALL DBMS_VECTOR.REBUILD_INDEX('ix_memories_embedding', 'agent_memories', 'embedding', {rate!r})")
 
 
 def set_ef_search(ef: int) -> tuple[TextClause, dict[str, Any]]:

@@ -57,6 +57,7 @@ __all__ = [
     "hybrid_search",
     "numpy_prefilter",
     "user_authors",
+    "user_rows_capped",
 ]
 
 
@@ -125,6 +126,7 @@ def hybrid_search(
     settings: MemorySettings,
     filters: SearchFilters | None = None,
     min_score: float | None = None,
+    approximate: bool | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -158,7 +160,9 @@ def hybrid_search(
         where = _scope_where("a", filters, settings.include_superseded, params, settings.min_confidence)
         # APPROXIMATE takes nothing but the distance; the exact scan breaks ties by id
         # (identical texts have identical vectors) like the numpy path does.
-        order = " APPROXIMATE" if settings.vector_search == "ann" else ", a.memory_id"
+        if approximate is None:
+            approximate = settings.vector_search == "ann"
+        order = " APPROXIMATE" if approximate else ", a.memory_id"
         ctes.append(
             f"ann AS (SELECT a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
             f"ORDER BY cosine_distance(a.embedding, :qv){order} LIMIT :pool)"
@@ -314,6 +318,12 @@ def fulltext_query(query: str, *, drop_stopwords: bool = True, drop_terms: froze
     stems = [stem(w) for w in kept]
     useful = [t for t in stems if t not in drop_terms]
     return " ".join(useful or stems or [stem(w) for w in words])
+
+
+def user_rows_capped(app_name: str, user_id: str, cap: int) -> tuple[TextClause, dict[str, Any]]:
+    """How many memories the user has, counting no further than ``cap`` (an index range scan of at most ``cap``)."""
+    stmt = text(f"SELECT COUNT(*) FROM (SELECT 1 FROM {T} WHERE app_name = :app AND user_id = :user LIMIT :cap) t")
+    return stmt, {"app": app_name, "user": user_id, "cap": int(cap)}
 
 
 def user_authors(app_name: str, user_id: str) -> tuple[TextClause, dict[str, Any]]:

@@ -605,7 +605,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
         async def rank(conn: AsyncConnection) -> list[MemoryHit]:
             if use_sql:
-                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
+                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile)
             return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms)
 
         hits = await self._read(rank)
@@ -617,21 +617,28 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return hits
 
     async def _profile(self, app: str, user: str) -> _UserProfile:
-        """The user's author-name stems (``fulltext_drop_authors``), cached ``author_cache_s``."""
+        """The user's author-name stems and memory count (capped), cached ``author_cache_s``.
+
+        Authors feed ``fulltext_drop_authors``; the count decides, for
+        ``vector_search="auto"``, the exact vector scan (below ``exact_scan_rows``).
+        """
         key = (app, user)
         hit = self._profiles.get(key)
         clock = time.monotonic()
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
+        cap = self.settings.exact_scan_rows
 
-        async def load(conn: AsyncConnection) -> list[str]:
+        async def load(conn: AsyncConnection) -> tuple[list[str], int]:
             stmt, params = sq.user_authors(app, user)
-            return [r[0] for r in (await conn.execute(stmt, params)).all()]
+            names = [r[0] for r in (await conn.execute(stmt, params)).all()]
+            stmt, params = sq.user_rows_capped(app, user, cap)
+            return names, int((await conn.execute(stmt, params)).scalar() or 0)
 
-        names = await self._read(load)
+        names, rows = await self._read(load)
         if len(self._profiles) > 10_000:
             self._profiles.clear()
-        profile = _UserProfile(clock, _name_terms(names))
+        profile = _UserProfile(clock, _name_terms(names), rows)
         self._profiles[key] = profile
         return profile
 
@@ -660,9 +667,15 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             logger.warning("query embedding failed; searching full-text only", exc_info=True)
             return None
 
-    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms) -> list[MemoryHit]:
+    def _approximate(self, profile: _UserProfile) -> bool:
+        """Whether the vector candidates come from the HNSW index (else: exact scan of the user's rows)."""
+        mode = self.settings.vector_search
+        return mode == "ann" or (mode == "auto" and profile.rows >= self.settings.exact_scan_rows)
+
+    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
         dialect, s = self._db.dialect, self.settings
-        if s.vector_search == "ann" and qvec is not None:
+        approximate = self._approximate(profile)
+        if approximate and qvec is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
             stmt, params = q.set_ef_search(max(s.ef_search or 64, s.candidate_pool))
@@ -670,7 +683,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         stmt, params = sq.hybrid_search(
             app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
-            settings=s, filters=flt, min_score=ms,
+            settings=s, filters=flt, min_score=ms, approximate=approximate,
         )
         rows = await _read_retrying_internal_error(conn, stmt, params)
         return [
@@ -720,6 +733,8 @@ class _UserProfile:
 
     at: float
     author_terms: frozenset[str]
+    rows: int
+    """The user's memory rows, counted up to ``exact_scan_rows``."""
 
 
 _OB_INTERNAL_ERROR = 4016

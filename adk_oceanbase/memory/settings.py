@@ -180,8 +180,21 @@ class MemorySettings:
 
     Measured (LoCoMo R@10, 0.6/0.4): 100 -> 0.591, 200 -> 0.599, 300 -> 0.598."""
 
-    vector_search: Literal["ann", "exact"] = "ann"
-    """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (fine below ~10k)."""
+    vector_search: Literal["auto", "ann", "exact"] = "auto"
+    """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (a primary-key
+    range scan on ``(app_name, user_id)``); ``auto`` scans exactly for users with fewer than
+    ``exact_scan_rows`` memories and uses the index for bigger ones.
+
+    Why ``auto``: seekdb 1.4 runs the tenant-filtered ``APPROXIMATE`` search as ``VECTOR INDEX
+    ADAPTIVE SCAN (PRE-FILTER)`` unless the user owns most of the table, and that was slower than
+    the exact scan at every user size up to 20k (``benchmarks/vector_user_sizes.py``, 88k rows,
+    LIMIT 200, p50 ANN vs exact: 5k rows 97 vs 8 ms on the index grown row by row, 40 vs 13 ms
+    rebuilt; 20k rows 618 vs 47, 65 vs 16 ms); at 50k rows (57% of the table) they were even.
+    The exact scan is exact by construction, whatever state the index is in."""
+
+    exact_scan_rows: int = 20_000
+    """``vector_search="auto"``: users with fewer memories than this are scanned exactly.  Counted with
+    a capped COUNT, cached with the author names (``author_cache_s``)."""
 
     ef_search: int | None = None
     """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least ``candidate_pool``
@@ -243,6 +256,20 @@ class MemorySettings:
     near-duplicate merged (on LoCoMo that merged ~5% of turns, lost recall and
     cost one vector query per row at ingest).  Exact duplicates are always merged.
     """
+
+    # ------------------------------------------------------ index upkeep
+    index_upkeep_rows: int | None = 5_000
+    """Every this many vectors the vectorizer stored, one background ``DBMS_VECTOR.REBUILD_INDEX`` check
+    (OceanBase/seekdb; ``index_upkeep.IndexUpkeep``): the server rebuilds the HNSW index when the rows
+    added since its last build exceed ``index_upkeep_delta_rate`` of the table, else returns at once.
+    One at a time per process, bounded by ``index_upkeep_timeout_s``; ``None`` turns it off (the server
+    then rebuilds on its own once a day)."""
+
+    index_upkeep_delta_rate: float = 0.2
+    """The server's ``delta_rate_threshold``: the fraction of new rows from which a check rebuilds."""
+
+    index_upkeep_timeout_s: float = 900.0
+    """Statement timeout of one rebuild (a full rebuild took 26 s at 29k rows, 64-122 s at 88-100k on 2 cores)."""
 
     # ----------------------------------------------------------- vectorizer
     queue_size: int = 1024

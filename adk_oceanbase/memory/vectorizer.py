@@ -35,6 +35,7 @@ from . import queries as q
 from .consolidation import _loads, merge_near_duplicates
 from .embedding import Embedder
 from .extraction import embedding_text
+from .index_upkeep import IndexUpkeep
 from .settings import MemorySettings
 
 __all__ = ["MemoryKey", "Vectorizer"]
@@ -75,6 +76,8 @@ class Vectorizer:
         self._closing = False
         # Claims taken and not settled yet: close() gives them back when it stops a round midway.
         self._claims: dict[str, list[MemoryKey]] = {}
+        self.upkeep = IndexUpkeep(db, settings)
+        """Bounded HNSW rebuild checks as vectors pile up (``MemorySettings.index_upkeep_rows``)."""
         self.stats: dict[str, int] = defaultdict(int)
         """Counters: ``embedded``, ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
         that failed for some rows), ``dropped_to_backlog``."""
@@ -136,6 +139,7 @@ class Vectorizer:
         model call that hangs is abandoned in its worker thread.
         """
         if self._task is None:
+            await self.upkeep.close()
             return
         limit = self._settings.close_timeout_s if timeout is None else timeout
         try:
@@ -151,6 +155,7 @@ class Vectorizer:
                 pass
             self._task = None
             await self._give_back_claims()
+            await self.upkeep.close()  # after the worker: its last batches may have started one
 
     async def _give_back_claims(self) -> None:
         claims, self._claims = self._claims, {}
@@ -361,6 +366,7 @@ class Vectorizer:
                 ],
             )
         self.stats["embedded"] += len(rows)
+        self.upkeep.stored(len(rows))
 
 
 def _by_user(keys: Iterable[MemoryKey]) -> dict[tuple[str, str], list[str]]:

@@ -1,0 +1,116 @@
+"""Keeps the HNSW index fresh as memories grow: bounded, one-at-a-time ``DBMS_VECTOR.REBUILD_INDEX`` calls.
+
+seekdb adds new vectors to an index's incremental part; an index grown row
+by row searched slower and, on the pre-0007 layout, lost candidates until it
+was rebuilt (issue #13; the server rebuilds on its own only once a day).
+The vectorizer tells :class:`IndexUpkeep` how many vectors it stored; every
+``index_upkeep_rows`` of them it starts one background call of
+``REBUILD_INDEX(..., delta_rate_threshold)``.  The *server* then decides: it
+rebuilds only when the rows added since the index was last built exceed
+that fraction of the table, a state it keeps itself, so nothing is stored
+on our side (no schema change) and several processes asking is harmless
+(each call is a cheap check unless the delta is due).  The old index keeps
+answering searches while the new one is built (seekdb documents the swap).
+
+Bounds: at most one call per process at a time (a call still running when
+the next is due is skipped), the call runs under ``index_upkeep_timeout_s``
+(``ob_query_timeout`` of its own connection), failures are logged and
+counted, never raised.  ``index_upkeep_rows=None`` turns it off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections import defaultdict
+from typing import Any
+
+from sqlalchemy import text
+
+from ..engine import Database
+from . import queries as q
+from .settings import MemorySettings
+
+__all__ = ["IndexUpkeep"]
+
+logger = logging.getLogger(__name__)
+
+
+class IndexUpkeep:
+    """Counts stored vectors and starts a bounded index rebuild check every ``index_upkeep_rows``."""
+
+    def __init__(self, db: Database, settings: MemorySettings):
+        self._db = db
+        self._settings = settings
+        self._since = 0
+        self._task: asyncio.Task[None] | None = None
+        self.stats: dict[str, float] = defaultdict(float)
+        """``calls`` (rebuild checks run), ``failed``, ``skipped_busy``, ``last_seconds``, ``total_seconds``."""
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    def stored(self, rows: int) -> None:
+        """The vectorizer stored ``rows`` vectors; starts a check when ``index_upkeep_rows`` have piled up."""
+        every = self._settings.index_upkeep_rows
+        if not every or not self._db.dialect.native_vectors:
+            return
+        self._since += rows
+        if self._since < every:
+            return
+        if self.running:
+            self.stats["skipped_busy"] += 1
+            return
+        self._since = 0
+        self._task = asyncio.get_running_loop().create_task(self.run(), name="adk-oceanbase-index-upkeep")
+
+    async def run(self) -> bool:
+        """One rebuild check now (the server rebuilds when its delta is due); ``False`` when it failed."""
+        s = self._settings
+        start = time.perf_counter()
+        try:
+            async with self._db.engine.connect() as conn:
+                await conn.execute(text(f"SET ob_query_timeout = {int(s.index_upkeep_timeout_s * 1_000_000)}"))
+                try:
+                    await conn.execute(q.rebuild_vector_index(s.index_upkeep_delta_rate))
+                    await conn.commit()
+                finally:
+                    # the connection goes back to the pool: give it the configured timeout again
+                    us = int(self._db.config.query_timeout_s * 1_000_000)
+                    await conn.execute(text(f"SET ob_query_timeout = {us}"))
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.stats["failed"] += 1
+            logger.warning("vector index upkeep (REBUILD_INDEX) failed; searches keep the current index", exc_info=True)
+            return False
+        finally:
+            took = time.perf_counter() - start
+            self.stats["calls"] += 1
+            self.stats["last_seconds"] = took
+            self.stats["total_seconds"] += took
+        logger.info("vector index upkeep: REBUILD_INDEX(delta_rate_threshold=%s) took %.1f s",
+                    s.index_upkeep_delta_rate, took)
+        return True
+
+    async def wait(self) -> None:
+        """Waits for a running check (tests, benchmarks)."""
+        task = self._task
+        if task is not None:
+            await asyncio.shield(task)
+
+    async def close(self) -> None:
+        """Stops waiting for a running check; the server finishes (or drops) the rebuild on its own."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+
+    def describe(self) -> dict[str, Any]:
+        out = {k: self.stats.get(k, 0.0) for k in ("calls", "failed", "skipped_busy", "last_seconds", "total_seconds")}
+        return dict(out, running=self.running, rows_since_last=self._since)

@@ -1,0 +1,104 @@
+"""Index upkeep: the vectorizer starts bounded HNSW rebuild checks as vectors pile up (seekdb)."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService
+
+APP = "app"
+WORDS = "apple banana cherry hiking paris london kyoto dog cat piano guitar coffee tea sister nurse flight".split()
+QUERIES = ["apple pie in paris", "sister is a nurse", "flight to kyoto", "coffee or tea", "dog and cat"]
+
+
+def _entries(prefix: str, n: int, seed: int) -> list[MemoryEntry]:
+    rng = random.Random(seed)
+    return [
+        MemoryEntry(id=f"{prefix}{i}", author="user", content=types.Content(parts=[types.Part.from_text(
+            text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))) + f" {prefix}{i}")]))
+        for i in range(n)
+    ]
+
+
+def _settings(**kw) -> MemorySettings:
+    return MemorySettings(bump_access=False, consolidate=False, candidate_pool=40, **kw)
+
+
+async def _ids(svc: OceanBaseMemoryService, user: str) -> list[list[str]]:
+    return [[h.memory_id for h in await svc.search(APP, user, qu, top_k=10)] for qu in QUERIES]
+
+
+async def test_stored_vectors_trigger_a_rebuild_and_search_stays_exact(database):
+    # delta rate 0: the server rebuilds on every check, so the test sees real rebuilds
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(
+        vector_search="ann", ef_search=200, index_upkeep_rows=30, index_upkeep_delta_rate=0.0))
+    exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+                                   settings=_settings(vector_search="exact", index_upkeep_rows=None))
+    try:
+        await svc.add_memory(app_name=APP, user_id="u", memories=_entries("a", 80, 1))
+        await svc.flush()
+        await svc.vectorizer.upkeep.wait()
+        stats = svc.vectorizer.upkeep.describe()
+        assert stats["calls"] >= 1 and not stats["failed"], stats
+        assert await _ids(svc, "u") == await _ids(exact, "u")
+        assert not exact.vectorizer.upkeep.describe().get("calls")  # off: never called
+    finally:
+        await svc.close()
+        await exact.close()
+
+
+async def test_search_and_writes_during_a_rebuild(database):
+    """Searches answer while a rebuild runs; rows written meanwhile are found by the index afterwards."""
+    settings = _settings(vector_search="ann", ef_search=200, index_upkeep_rows=None, index_upkeep_delta_rate=0.0)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(vector_search="exact"))
+    try:
+        await svc.add_memory(app_name=APP, user_id="u", memories=_entries("a", 120, 2))
+        await svc.flush()
+        upkeep = svc.vectorizer.upkeep
+        rebuild = asyncio.create_task(upkeep.run())
+        during = []
+        while not rebuild.done() or not during:
+            during.append(await _ids(svc, "u"))
+            if len(during) == 1:
+                await svc.add_memory(app_name=APP, user_id="u", memories=_entries("b", 40, 3))
+                await svc.flush()
+        assert await rebuild is True
+        assert all(len(r) == 10 for ids in during for r in ids)
+        after = await _ids(svc, "u")
+        assert after == await _ids(exact, "u")
+        assert any(m.startswith("b") for r in after for m in r)  # rows written during the rebuild
+        assert upkeep.describe()["calls"] == 1 and not upkeep.describe()["failed"]
+    finally:
+        await svc.close()
+        await exact.close()
+
+
+async def test_one_check_at_a_time_and_off_switch(database):
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=10))
+    off = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
+    try:
+        await svc._engine()
+        upkeep = svc.vectorizer.upkeep
+        upkeep.stored(10)
+        assert upkeep.running
+        upkeep.stored(10)  # due again while the first still runs: skipped, not doubled
+        assert upkeep.describe()["skipped_busy"] == 1
+        await upkeep.wait()
+        assert upkeep.describe()["calls"] == 1
+        upkeep.stored(1)  # the skipped rows still count: the next store starts the check
+        assert upkeep.running
+        await upkeep.wait()
+        assert upkeep.describe()["calls"] == 2
+        upkeep.stored(9)
+        assert not upkeep.running  # below index_upkeep_rows
+        await off._engine()
+        off.vectorizer.upkeep.stored(10**6)
+        assert not off.vectorizer.upkeep.running
+    finally:
+        await svc.close()
+        await off.close()

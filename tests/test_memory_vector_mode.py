@@ -1,0 +1,98 @@
+"""``vector_search="auto"``: small users are scanned exactly, big ones use the HNSW index (seekdb)."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+from datetime import datetime
+
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+from sqlalchemy import text
+
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService
+from adk_oceanbase.memory import search_sql as sq
+
+APP = "app"
+WORDS = "apple banana cherry hiking paris london kyoto dog cat piano guitar coffee tea sister nurse flight".split()
+QUERIES = ["apple pie in paris", "sister is a nurse", "flight to kyoto", "coffee or tea"]
+
+
+async def _add(svc: OceanBaseMemoryService, user: str, n: int, seed: int) -> None:
+    rng = random.Random(seed)
+    await svc.add_memory(app_name=APP, user_id=user, memories=[
+        MemoryEntry(id=f"{user}-{i}", author="user", content=types.Content(parts=[types.Part.from_text(
+            text=" ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 7))) + f" #{i}")]))
+        for i in range(n)
+    ])
+    await svc.flush()
+
+
+def _spy(monkeypatch) -> list[bool | None]:
+    seen: list[bool | None] = []
+    real = sq.hybrid_search
+
+    def spy(**kw):
+        seen.append(kw.get("approximate"))
+        return real(**kw)
+
+    monkeypatch.setattr(sq, "hybrid_search", spy)
+    return seen
+
+
+async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(database, monkeypatch):
+    settings = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, exact_scan_rows=60)
+    assert MemorySettings().vector_search == "auto"
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+                                   settings=dataclasses.replace(settings, vector_search="exact"))
+    try:
+        await _add(svc, "small", 30, 1)
+        await _add(svc, "big", 90, 2)
+        seen = _spy(monkeypatch)
+        for query in QUERIES:
+            auto_hits = await svc.search(APP, "small", query, top_k=10)
+            exact_hits = await exact.search(APP, "small", query, top_k=10)
+            # the same statement as the exact mode: the same answer, whatever the index holds
+            assert [h.memory_id for h in auto_hits] == [h.memory_id for h in exact_hits], query
+        assert seen and all(a is False for a in seen), seen
+        seen.clear()
+        hits = await svc.search(APP, "big", "apple pie in paris", top_k=10)
+        assert seen == [True] and len(hits) == 10
+        assert all(h.memory_id.startswith("big-") for h in hits)
+        assert (await svc._profile(APP, "big")).rows == 90 and (await svc._profile(APP, "small")).rows == 30
+    finally:
+        await svc.close()
+        await exact.close()
+
+
+async def test_explicit_modes_override_the_row_count(database, monkeypatch):
+    base = MemorySettings(bump_access=False, consolidate=False, exact_scan_rows=10**9)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=base)
+    ann = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+                                 settings=dataclasses.replace(base, vector_search="ann"))
+    try:
+        await _add(svc, "u", 20, 3)
+        seen = _spy(monkeypatch)
+        await svc.search(APP, "u", "coffee", top_k=5)
+        await ann.search(APP, "u", "coffee", top_k=5)
+        assert seen == [False, True]
+    finally:
+        await svc.close()
+        await ann.close()
+
+
+async def test_the_exact_statement_scans_the_users_key_range(database):
+    """EXPLAIN: the exact form reads the user's primary-key range, never the vector index."""
+    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
+    plans = {}
+    for approximate in (False, True):
+        stmt, params = sq.hybrid_search(
+            app_name=APP, user_id="u", query_vector=vec, query_text="", embedding_model="hash-v1-384",
+            now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights,
+            settings=MemorySettings(), approximate=approximate,
+        )
+        async with database.engine.connect() as conn:
+            plans[approximate] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
+    assert "VECTOR INDEX" in plans[True], plans[True]
+    assert "VECTOR INDEX" not in plans[False] and "TABLE RANGE SCAN" in plans[False], plans[False]
