@@ -18,7 +18,7 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    ``MemorySettings.recency_reference``; context is the best semantic +
    full-text relevance among the candidate's session neighbours (two
    one-sided ``RANGE`` window frames over ``turn_pos``), see
-   :func:`_context_expr`; ``w_ver*version`` lets a fact borrow the full-text
+   :func:`_context_exprs`; ``w_ver*version`` lets a fact borrow the full-text
    match of a version of itself (a newer "Alice moved to Denver" shares in the
    old "Alice lives in Lisbon"'s match on "live", and recency then puts it
    first), pairs compared in SQL, see :func:`_version_ctes`.  The
@@ -42,6 +42,7 @@ from typing import Any, Sequence
 from sqlalchemy import text
 from sqlalchemy.sql.elements import TextClause
 
+from . import relevance as rv
 from .lexical import stem
 from .queries import FACT_TEST, ROW_COLUMNS, T, naive_utc
 from .settings import MemorySettings, ScoreWeights
@@ -125,11 +126,13 @@ def hybrid_search(
     filters: SearchFilters | None = None,
     min_score: float | None = None,
     fulltext_overfetch: int | None = None,
+    lexical_terms: Sequence[str] = (),
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
-    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n``
-    (``ft_n``: how many full-text candidates there were).  ``query_vector`` is
+    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, lex``
+    (``ft_n``: how many full-text candidates there were; ``lex``: the lexical evidence of the
+    relevance gate over ``lexical_terms``, see ``relevance.py``).  ``query_vector`` is
     the dialect-encoded query embedding; ``None`` runs the full-text half
     alone (e.g. the embedder is down).
 
@@ -202,10 +205,12 @@ def hybrid_search(
     ctes.append("cand AS (" + " UNION ".join(branches) + ")")
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
-    out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
+    out_cols = ", ".join(f"u.{c}" for c in ROW_COLUMNS)
     params["w_ctx"] = float(weights.context)
     params["w_ver"] = float(weights.version)
-    ctx = _context_expr(settings.context_window) if weights.context else "0"
+    lex = rv.lexical_evidence_sql("m", lexical_terms, params)
+    rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.lex")
+    ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
   SELECT {r_cols},
@@ -215,10 +220,10 @@ def hybrid_search(
     {ft} AS ft,
     r.importance_score AS imp,
     SUM(r.in_ft) OVER () AS ft_n,
-    r.sem_raw, r.has_vec, r.is_fact
+    r.sem_raw, r.has_vec, r.is_fact, r.lex, {rel_ok} AS rel_ok
   FROM (
     SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts,
-      {in_ft} AS in_ft, {_is_fact("m")} AS is_fact
+      {in_ft} AS in_ft, {_is_fact("m")} AS is_fact, {lex} AS lex
     FROM cand c JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id {ft_join}
   ) r
 )""")
@@ -227,16 +232,24 @@ def hybrid_search(
         ver, ver_join = "COALESCE(v.gain, 0)", "LEFT JOIN ver v ON v.memory_id = q.memory_id"
     else:
         ver, ver_join = "0", ""
-    base = ("(:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp "
-            "+ :w_ctx * s.ctx + :w_ver * s.ver)")
+    # Relevance (what the query matched, own or borrowed) and the gated non-relevance boosts.
+    params["g_nb"] = 1 if settings.relevance_gate_neighbours else 0
+    rel = "(:w_sem * t.sem + :w_ft * t.ft + :w_ctx * t.ctx + :w_ver * t.ver)"
+    boost = rv.margin_sql(settings, params, rel=rel, ok="t.ok")
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, s.ver, {base} AS score, s.ft_n
+SELECT {out_cols}, u.sem, u.rec, u.freq, u.ft, u.imp, u.ctx, u.ver, u.score, u.ft_n, u.lex
 FROM (
-  SELECT q.*, {ctx} AS ctx, {ver} AS ver
-  FROM sig q {ver_join}
-) s
-WHERE {base} >= :min_score
-ORDER BY score DESC, s.created_at DESC, s.memory_id
+  SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
+  FROM (
+    SELECT s.*, CASE WHEN s.rel_ok = 1 OR (:g_nb = 1 AND s.nb_ok = 1) THEN 1 ELSE 0 END AS ok
+    FROM (
+      SELECT q.*, {ctx} AS ctx, {nb_ok} AS nb_ok, {ver} AS ver
+      FROM sig q {ver_join}
+    ) s
+  ) t
+) u
+WHERE u.ok = 1 AND u.score >= :min_score
+ORDER BY u.score DESC, u.created_at DESC, u.memory_id
 LIMIT :k"""
     return text(sql), params
 
@@ -267,7 +280,7 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     params["vband"] = float(settings.version_band)
     return [
         f"vtop AS (SELECT /*+ LEADING(g e) USE_NL(e) */ g.memory_id, g.sem_raw, g.ft, e.embedding FROM "
-        f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 "
+        f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 AND rel_ok = 1 "
         f"ORDER BY :w_sem * sem + :w_ft * ft DESC, memory_id LIMIT :vpool) g "
         f"JOIN {T} e ON e.app_name = :app AND e.user_id = :user AND e.memory_id = g.memory_id)",
         "ver AS (SELECT a.memory_id, MAX(b.ft) - a.ft AS gain FROM vtop a "
@@ -276,26 +289,30 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     ]
 
 
-def _context_expr(window: int) -> str:
-    """The context signal of candidate ``q``: the best relevance among its session neighbours.
+def _context_exprs(window: int) -> tuple[str, str]:
+    """The context signal of candidate ``q`` and whether it has an eligible neighbour (``nb_ok``).
 
-    Neighbours are candidates of the same session within ``window`` turn
-    positions on either side (``turn_pos``, the event's place in the session);
-    relevance is the weighted semantic + full-text part of their score.  A
-    turn next to a strong match is often the other half of it (question /
-    answer), which neither signal sees on its own.  Two one-sided RANGE frames
-    leave the row itself out.  Rows without a position get 0.
+    Context is the best relevance among its session neighbours: candidates of
+    the same session within ``window`` turn positions on either side
+    (``turn_pos``, the event's place in the session); relevance is the
+    weighted semantic + full-text part of their score, and only neighbours
+    the relevance gate lets through lend it (``rel_ok``; all of them when the
+    gate is off).  A turn next to a strong match is often the other half of
+    it (question / answer), which neither signal sees on its own.  Two
+    one-sided RANGE frames leave the row itself out.  Rows without a position
+    get 0.
     """
     w = int(window)
     if w < 1:
-        return "0"
-    rel = "(:w_sem * q.sem + :w_ft * q.ft)"
+        return "0", "0"
     part = "PARTITION BY q.session_id ORDER BY q.turn_pos"
-    return (
-        "CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
-        f"COALESCE(MAX({rel}) OVER ({part} RANGE BETWEEN {w} PRECEDING AND 1 PRECEDING), 0), "
-        f"COALESCE(MAX({rel}) OVER ({part} RANGE BETWEEN 1 FOLLOWING AND {w} FOLLOWING), 0), 0) END"
-    )
+    frames = (f"RANGE BETWEEN {w} PRECEDING AND 1 PRECEDING", f"RANGE BETWEEN 1 FOLLOWING AND {w} FOLLOWING")
+
+    def best(value: str) -> str:
+        return ("CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
+                + ", ".join(f"COALESCE(MAX({value}) OVER ({part} {f}), 0)" for f in frames) + ", 0) END")
+
+    return best("CASE WHEN q.rel_ok = 1 THEN :w_sem * q.sem + :w_ft * q.ft END"), best("q.rel_ok")
 
 
 # English function words dropped from the full-text query (not from the index).  OceanBase's
@@ -379,14 +396,15 @@ def numpy_prefilter(
 ) -> tuple[TextClause, dict[str, Any]]:
     """MySQL path: the user's newest rows with embedding and full-text score, scored later in numpy.
 
-    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``, ``fts``.
+    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``, ``fts``, ``search_text``
+    (the relevance gate's lexical evidence is computed from it in numpy).
     """
     params: dict[str, Any] = {"app": app_name, "user": user_id, "qtext": query_text, "lim": settings.numpy_scan_limit}
     where = _scope_where("m", filters, settings.include_superseded, params, settings.min_confidence)
     fts = "MATCH(m.search_text) AGAINST(:qtext)" if query_text.strip() else "0"
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     sql = (
-        f"SELECT {cols}, m.embedding, m.embedding_model, {fts} AS fts FROM {T} m "
+        f"SELECT {cols}, m.embedding, m.embedding_model, {fts} AS fts, m.search_text FROM {T} m "
         f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
     )
     return text(sql), params

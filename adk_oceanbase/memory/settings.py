@@ -172,6 +172,28 @@ class MemorySettings:
 
     Measured (as above): 10 -> 0.506, 20 and 40 -> 0.500."""
 
+    relevance_min_similarity: float | None = None
+    """Relevance gate (``memory/relevance.py``): a memory may be returned only if its raw cosine
+    similarity to the query reaches this, or its lexical evidence reaches ``relevance_min_lexical``
+    (or, with ``relevance_gate_neighbours``, it is a session neighbour of such a memory).  ``None``
+    for both turns the gate off: every search returns ``top_k`` memories, relevant or not.
+    Calibrated on MiniLM: re-check for other embedding models."""
+
+    relevance_min_lexical: float | None = None
+    """Relevance gate: the lexical evidence floor, in [0, 1] (``relevance.lexical_evidence``: the
+    fraction of the query's full-text terms the memory contains).  ``None``: lexical evidence never
+    makes a memory eligible on its own."""
+
+    relevance_gate_neighbours: bool = True
+    """Relevance gate: a memory within ``context_window`` turns of an eligible memory of the same
+    session is eligible too (the answer is often the turn after the matching question)."""
+
+    relevance_margin: float | None = None
+    """Recency, frequency and importance count only for memories whose relevance (weighted semantic
+    + full-text + context + version) is within this of the best eligible memory's.  They then pick
+    among near-equally relevant memories and cannot lift a weak match above a strong one.
+    ``None``: they count for every candidate (as before the gate)."""
+
     candidate_pool: int = 200
     """Candidates taken from each of the ANN and full-text lists before the final scoring.
 
