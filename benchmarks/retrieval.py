@@ -60,19 +60,22 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 
 import numpy as np
 
-from benchmarks._baselines import ADKInMemorySystem, BM25System, DenseSystem, Doc, FusionSystem
+from benchmarks._baselines import (
+    ADKInMemorySystem, BM25System, CarefulBM25System, DenseRecencySystem, DenseSystem, Doc, FusionSystem,
+)
 from benchmarks._embed_cache import CachedEmbedder
 from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text, turn_content
-from benchmarks._metrics import aggregate, query_metrics, summarise_latencies
+from benchmarks._metrics import aggregate, summarise_latencies
 from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
 from benchmarks._report import format_table
+from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
 from benchmarks._synthetic import make_knowledge_update_set
 
 logger = logging.getLogger("benchmarks.retrieval")
 
 PACKAGES = ("adk-oceanbase", "google-adk", "sentence-transformers", "torch", "numpy", "rank-bm25",
             "pylibseekdb", "SQLAlchemy", "aiomysql")
-ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "ours")
+ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency", "ours")
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
 
 
@@ -157,10 +160,7 @@ async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
         start = time.perf_counter()
         ranked = await system.search(q.scope, q.question, q.vector, top_k)
         lat.append(time.perf_counter() - start)
-        m = query_metrics(ranked, q.relevant)
-        rows.append((q.group, m))
-        if q.group in data.headline_groups:
-            rows.append(("overall", m))
+        rows.extend(query_rows(q.group, q.relevant, ranked[:top_k], data.headline_groups))
         per_query.append(ranked[:top_k])
     return {
         "metrics": aggregate(rows),
@@ -169,7 +169,17 @@ async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
     }
 
 
-def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, server_url: str | None):
+def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, server_url: str | None,
+                 tuned: dict[str, Any] | None = None):
+    tuned = tuned or {}
+    if name == "bm25-care":
+        return CarefulBM25System()
+    if name == "fusion-tuned":
+        w = float(tuned.get("fusion", {}).get("best", 0.7))
+        return FusionSystem(w, 1.0 - w, careful=True, name="fusion-tuned")
+    if name == "dense-recency":
+        best = tuned.get("dense_recency", {}).get("best", {"w_rec": 0.1, "half_life_days": 90.0})
+        return DenseRecencySystem(best["w_rec"], best["half_life_days"])
     if name == "adk-inmemory":
         return ADKInMemorySystem()
     if name == "dense":
@@ -206,8 +216,22 @@ def measure_query_embedding(embedder: CachedEmbedder, questions: Sequence[str], 
     return summarise_latencies(lat)
 
 
+ABSTAIN_COLS = ["clean", "empty", "returned", "precision"]
+
+
+def table_columns(group: str, overall_cols: list[str]) -> list[str]:
+    """What a group's table shows: ranking metrics, abstention metrics, or both (category 5)."""
+    if group == "overall":
+        return overall_cols
+    if group.startswith("abstain:"):
+        return ABSTAIN_COLS
+    if group.startswith("5:"):
+        return METRIC_COLS + ABSTAIN_COLS
+    return METRIC_COLS
+
+
 def print_tables(results: dict[str, Any]) -> None:
-    cols = METRIC_COLS + ["p50_ms", "p95_ms"]
+    cols = METRIC_COLS + ["returned", "p50_ms", "p95_ms"]
     for ds_name, by_system in results["datasets"].items():
         groups: list[str] = []
         for res in by_system.values():
@@ -224,21 +248,44 @@ def print_tables(results: dict[str, Any]) -> None:
                 lat = {k: v for k, v in res["latency"].items() if k != "n"}
                 rows.append({"system": sys_name, **m, **lat})
             n = rows[0].get("n") if rows else 0
-            label = "categories 1-4" if (g == "overall" and ds_name == "locomo") else g
+            label = "categories 1-4" if (g == "overall" and ds_name.startswith("locomo")) else g
             print()
-            print(format_table(f"== {ds_name} / {label} (n={n:.0f})", rows, cols if g == "overall" else METRIC_COLS))
+            print(format_table(f"== {ds_name} / {label} (n={n:.0f})", rows, table_columns(g, cols)))
+
+
+async def split_datasets(args: argparse.Namespace, embedder: CachedEmbedder, now: datetime,
+                         out: dict[str, Any]) -> list[Dataset]:
+    """``--split``: the datasets of the tune and/or test split; baselines' weights tuned on tune."""
+    from benchmarks._baseline_tuning import tune_dense_recency, tune_fusion
+
+    built: dict[str, Dataset] = {}
+    for split in ("tune", "test"):
+        if args.locomo:
+            built[f"locomo:{split}"], out["split_info"][f"locomo:{split}"] = locomo_split(args.locomo, split, embedder)
+        if not args.no_ku:
+            built[f"knowledge_update:{split}"], out["split_info"][f"knowledge_update:{split}"] = \
+                knowledge_update_split(split, embedder, now)
+    if "locomo:tune" in built:
+        out["baseline_tuning"]["fusion"] = await tune_fusion(built["locomo:tune"])
+    if "knowledge_update:tune" in built:
+        out["baseline_tuning"]["dense_recency"] = await tune_dense_recency(built["knowledge_update:tune"])
+    wanted = ("tune", "test") if args.split == "both" else (args.split,)
+    return [ds for name, ds in built.items() if name.split(":")[1] in wanted]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
     now = datetime.now(timezone.utc).replace(microsecond=0)
     datasets: list[Dataset] = []
-    out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "datasets": {}}
-    if args.locomo:
+    out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "datasets": {},
+                           "split": args.split, "split_info": {}, "baseline_tuning": {}}
+    if args.split != "none":
+        datasets = await split_datasets(args, embedder, now, out)
+    elif args.locomo:
         ds, stats = locomo_dataset(args.locomo, args.conversations, embedder, now)
         datasets.append(ds)
         out["locomo_stats"] = stats
-    if not args.no_ku:
+    if args.split == "none" and not args.no_ku:
         datasets.append(knowledge_update_dataset(args.seed, embedder, now))
     out["embedding"] = {
         "model": embedder.model_name,
@@ -252,7 +299,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         for ds in datasets:
             out["datasets"][ds.name] = {}
             for name in systems:
-                system = build_system(name, args, embedder, server_url)
+                system = build_system(name, args, embedder, server_url, out["baseline_tuning"])
                 logger.info("%s on %s", name, ds.name)
                 try:
                     out["datasets"][ds.name][name] = await evaluate(system, ds, args.top_k)
@@ -270,7 +317,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--locomo", help="path to locomo10.json (never copied into the repo)")
     p.add_argument("--conversations", type=int, default=None, help="first N LoCoMo conversations (default all)")
-    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic sets")
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic sets (--split none)")
+    p.add_argument("--split", choices=("tune", "test", "both", "none"), default="both",
+                   help="tune: LoCoMo conversations 1-5 + knowledge-update seeds 0-3; test: conversations 6-10 + "
+                   "seeds 10-19 (the headline); both (default); none: the first --conversations and --seed")
     p.add_argument("--out", help="write results JSON here")
     p.add_argument("--url", help="seekdb/OceanBase URL for 'ours' (oceanbase://root@127.0.0.1:PORT/db); "
                    "default: start a temporary server from the pylibseekdb wheel")
@@ -278,8 +328,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--ours", default="", help="overrides for ours: semantic=,fulltext=,recency=,frequency=,"
                    "importance=,context=,version=,half_life_days=,pool=,ef_search=,exact=1,window=,"
-                   "vsim=,vband=,vpool=")
+                   "vsim=,vband=,vpool=,gsim=,glex=,gmargin=,gnb= (gate; -1 = off)")
     p.add_argument("--grid", action="store_true", help="run the small tuning grid for ours instead")
+    p.add_argument("--tune-grid", default=None, help="ours' settings on the tune split only: 'default' "
+                   "(benchmarks/_tune.py) or ';'-separated --ours override strings")
     p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
     p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
     p.add_argument("--scale-queries", type=int, default=200, help="scale mode: queries for the SQL runs")
@@ -301,6 +353,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks._scale import run_scale
 
         results = asyncio.run(run_scale(args))
+    elif args.tune_grid:
+        from benchmarks._tune import run_tune_grid
+
+        results = asyncio.run(run_tune_grid(args))
     elif args.grid:
         from benchmarks._grid import run_grid
 
