@@ -6,6 +6,17 @@ Usage (from the repository root, venv active)::
         --conversations 10 --out /tmp/retrieval.json
     python benchmarks/retrieval.py --scale 100000 --out /tmp/scale.json       # ANN vs exact at scale
     python benchmarks/retrieval.py --locomo ... --grid                          # small tuning grid for ours
+    python benchmarks/retrieval.py --locomo ... --tune-grid default             # ours' settings, tune split only
+
+Split (``--split``, default ``both``; ``benchmarks/_split.py``)
+    Every default of ours and every tuned baseline weight is chosen on the
+    *tune* split (LoCoMo conversations 1-5, knowledge-update seeds 0-3); the
+    headline is the *test* split (conversations 6-10, seeds 10-19).  Each split
+    adds abstention questions (answer in no memory of the asked user) and
+    every query is also scored for what was returned besides the relevant
+    memories (``clean``, ``empty``, ``returned``, ``precision``;
+    ``_metrics.abstention_metrics``).  ``--split none`` is the old mode: the
+    first ``--conversations`` and ``--seed``.
 
 Data
     *LoCoMo* (``--locomo PATH``; CC BY-NC 4.0: read from its path, never
@@ -29,7 +40,10 @@ Data
 Systems (``--systems``, comma separated; all by default)
     ``adk-inmemory`` ADK ``InMemoryMemoryService`` (word overlap, fed ADK Events);
     ``dense`` exact cosine in numpy on MiniLM; ``bm25`` rank-bm25 Okapi;
-    ``fusion`` 0.7*cosine + 0.3*BM25/max; ``ours`` ``OceanBaseMemoryService.search``
+    ``fusion`` 0.7*cosine + 0.3*BM25/max (the first rounds' baselines, kept for continuity);
+    ``bm25-care`` BM25 with ours' stemming, stopwords and author-name removal; ``fusion-tuned``
+    cosine + BM25-care/max with the weight tuned on the tune split; ``dense-recency`` cosine +
+    a recency bonus tuned on the knowledge-update tune seeds (``_baseline_tuning.py``); ``ours`` ``OceanBaseMemoryService.search``
     through SQL on seekdb (``--url``, or a server started from the pylibseekdb
     wheel on a free port).  All vector systems share one MiniLM embedding cache
     (``--cache-dir``), so they rank the same vectors.
