@@ -93,8 +93,11 @@ async def test_real_matches_still_return_and_every_hit_has_evidence(gated):
             assert h.signals.semantic >= GATE["relevance_min_similarity"] or h.signals.lexical >= 0.5, (query, h)
 
 
-async def test_sql_and_numpy_paths_agree_with_the_gate_on(gated):
+@pytest.mark.parametrize("fill", [None, 0.15])
+async def test_sql_and_numpy_paths_agree_with_the_gate_on(gated, fill):
     sql_svc, np_svc = gated
+    for svc in gated:
+        svc.settings = dataclasses.replace(svc.settings, relevance_fill_margin=fill)
     compared = 0
     for query in QUERIES + ["zeppelin apple", "hotel"]:
         a = await sql_svc.search(APP, USER, query, top_k=15)
@@ -154,3 +157,15 @@ async def test_a_turn_next_to_an_eligible_turn_is_eligible_when_neighbours_count
         assert TRIP[0][1] in own and TRIP[1][1] not in own
     finally:
         await svc.close()
+
+
+async def test_the_fill_margin_brings_near_matches_along_but_never_answers_the_unanswerable(gated):
+    query = "apple pie in paris"  # terms appl, pie, pari: memories with apple and paris have 2/3
+    for svc in gated:
+        svc.settings = dataclasses.replace(svc.settings, relevance_min_similarity=0.9, relevance_min_lexical=0.6)
+        strict = await svc.search(APP, USER, query, top_k=50)
+        assert strict and all(h.signals.lexical >= 0.6 for h in strict)
+        svc.settings = dataclasses.replace(svc.settings, relevance_fill_margin=2.0)  # every candidate
+        filled = await svc.search(APP, USER, query, top_k=50)
+        assert {h.memory_id for h in strict} < {h.memory_id for h in filled}
+        assert await svc.search(APP, USER, "quarterly zeppelin maintenance invoices", top_k=10) == []

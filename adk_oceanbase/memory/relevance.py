@@ -13,8 +13,12 @@ memories, relevant or not.  The gate has two parts (``MemorySettings``):
   best match of any query, however weak).  With
   ``relevance_gate_neighbours`` a session neighbour (``context_window``) of
   an eligible memory is eligible too: the context signal's premise is that
-  the answer is often the turn next to the match.  Context and version only
-  borrow from eligible memories.
+  the answer is often the turn next to the match.  With
+  ``relevance_fill_margin`` a memory whose relevance is within that margin of
+  the best memory with evidence of its own is eligible too: the floors then
+  decide whether the query has an answer at all (nothing passes them: nothing
+  is returned), the margin how much else comes with it.  Context and version
+  only borrow from memories with evidence of their own.
 * **Margin** (``relevance_margin``): recency, frequency and importance count
   only for candidates whose relevance (semantic + full-text + context +
   version, weighted) is within the margin of the best eligible candidate's;
@@ -46,6 +50,8 @@ __all__ = [
     "MAX_TERMS",
     "boost_mask",
     "eligible_sql",
+    "fill_mask",
+    "fill_sql",
     "gate_enabled",
     "lexical_evidence",
     "lexical_evidence_sql",
@@ -109,6 +115,22 @@ def eligible_sql(settings: MemorySettings, params: dict[str, Any], *, sem: str, 
     if not parts:
         return "1"
     return f"(CASE WHEN {' OR '.join(parts)} THEN 1 ELSE 0 END)"
+
+
+def fill_sql(settings: MemorySettings, params: dict[str, Any], *, rel: str, rel_ok: str) -> str:
+    """1 when ``rel`` is within ``relevance_fill_margin`` of the best ``rel`` among the memories with
+    evidence of their own (a window; 0 when there is none), else 0."""
+    if settings.relevance_fill_margin is None or not gate_enabled(settings):
+        return "0"
+    params["g_fill"] = float(settings.relevance_fill_margin)
+    return f"(CASE WHEN {rel} >= MAX(CASE WHEN {rel_ok} = 1 THEN {rel} END) OVER () - :g_fill THEN 1 ELSE 0 END)"
+
+
+def fill_mask(settings: MemorySettings, rel: np.ndarray, rel_ok: np.ndarray) -> np.ndarray:
+    """:func:`fill_sql` in numpy (``rel_ok``: candidates with evidence of their own)."""
+    if settings.relevance_fill_margin is None or not gate_enabled(settings) or not rel_ok.any():
+        return np.zeros(len(rel), dtype=bool)
+    return rel >= rel[rel_ok].max() - settings.relevance_fill_margin
 
 
 def margin_sql(settings: MemorySettings, params: dict[str, Any], *, rel: str, ok: str) -> str:

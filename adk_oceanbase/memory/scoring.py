@@ -177,8 +177,9 @@ def rank_rows(
     ver = np.zeros(n)
     if weights.version and query_vector is not None:
         ver = _version(rows, cand & has_vec & rel_ok, relevance, sem, ft_sig, unit, settings)
-    ok = cand & (rel_ok | (nb_ok if settings.relevance_gate_neighbours else False))
     rel = relevance + weights.context * ctx + weights.version * ver
+    fill = rv.fill_mask(settings, rel, cand & rel_ok)
+    ok = cand & (rel_ok | (nb_ok if settings.relevance_gate_neighbours else False) | fill)
     boost = rv.boost_mask(settings, rel, ok)
     out: list[tuple[Any, Signals]] = []
     for i in np.flatnonzero(ok):

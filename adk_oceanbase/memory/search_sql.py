@@ -236,12 +236,14 @@ def hybrid_search(
     params["g_nb"] = 1 if settings.relevance_gate_neighbours else 0
     rel = "(:w_sem * t.sem + :w_ft * t.ft + :w_ctx * t.ctx + :w_ver * t.ver)"
     boost = rv.margin_sql(settings, params, rel=rel, ok="t.ok")
+    fill = rv.fill_sql(settings, params, rel="(:w_sem * s.sem + :w_ft * s.ft + :w_ctx * s.ctx + :w_ver * s.ver)",
+                       rel_ok="s.rel_ok")
     sql = f"""WITH {', '.join(ctes)}
 SELECT {out_cols}, u.sem, u.rec, u.freq, u.ft, u.imp, u.ctx, u.ver, u.score, u.ft_n, u.lex
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
   FROM (
-    SELECT s.*, CASE WHEN s.rel_ok = 1 OR (:g_nb = 1 AND s.nb_ok = 1) THEN 1 ELSE 0 END AS ok
+    SELECT s.*, CASE WHEN s.rel_ok = 1 OR (:g_nb = 1 AND s.nb_ok = 1) OR {fill} = 1 THEN 1 ELSE 0 END AS ok
     FROM (
       SELECT q.*, {ctx} AS ctx, {nb_ok} AS nb_ok, {ver} AS ver
       FROM sig q {ver_join}

@@ -188,6 +188,12 @@ class MemorySettings:
     """Relevance gate: a memory within ``context_window`` turns of an eligible memory of the same
     session is eligible too (the answer is often the turn after the matching question)."""
 
+    relevance_fill_margin: float | None = None
+    """Relevance gate: once a memory has evidence of its own, memories whose relevance (weighted
+    semantic + full-text + context + version) is within this of the best such memory's are
+    eligible too.  The floors then decide whether a query has an answer at all, this how much
+    comes with it.  ``None``: only memories with evidence (and their neighbours) are returned."""
+
     relevance_margin: float | None = None
     """Recency, frequency and importance count only for memories whose relevance (weighted semantic
     + full-text + context + version) is within this of the best eligible memory's.  They then pick
