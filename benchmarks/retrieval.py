@@ -89,7 +89,11 @@ logger = logging.getLogger("benchmarks.retrieval")
 
 PACKAGES = ("adk-oceanbase", "google-adk", "sentence-transformers", "torch", "numpy", "rank-bm25",
             "pylibseekdb", "SQLAlchemy", "aiomysql")
-ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency", "ours")
+ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency", "ours",
+               "ours-abstain")
+ABSTAIN_VARIANT = {"gsim": 0.5, "glex": 0.34, "gfill": 1.0}
+"""``ours-abstain``: the relevance gate as an opt-in trade-off, chosen on the tune split (--tune-grid): the
+most clean abstentions among settings costing at most 0.03 of LoCoMo R@10 and knowledge-update R@1."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
 
 
@@ -206,6 +210,10 @@ def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, 
         from benchmarks._ours import OursSystem
 
         return OursSystem(server_url, embedder, overrides=_parse_overrides(args.ours))
+    if name == "ours-abstain":
+        from benchmarks._ours import OursSystem
+
+        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **ABSTAIN_VARIANT})
     raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")
 
 
@@ -308,7 +316,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     embedder.save()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    with seekdb_or_url(args.url if "ours" in systems else "unused", memory_budget="2G") as server:
+    needs_db = any(s.startswith("ours") for s in systems)
+    with seekdb_or_url(args.url if needs_db else "unused", memory_budget="2G") as server:
         server_url = server.url("bench_retrieval", scheme="oceanbase") if server else args.url
         for ds in datasets:
             out["datasets"][ds.name] = {}
