@@ -23,7 +23,11 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    old "Alice lives in Lisbon"'s match on "live", and recency then puts it
    first), pairs compared in SQL, see :func:`_version_ctes`.  The
    per-candidate signals are one CTE (``sig``), which the server materialises
-   once (EXPLAIN: ``TEMP TABLE INSERT sig``) although two parts read it.
+   once (EXPLAIN: ``TEMP TABLE INSERT sig``) although two parts read it;
+4. the relevance gate (``relevance.py``, off by default): only candidates with
+   semantic or lexical evidence (or next to / near one that has it) are
+   returned, and recency, frequency and importance may be limited to those
+   within a margin of the best relevance.
 
 APPROXIMATE cannot order by a composite score (the server rejects it), hence
 the candidate subqueries.  Timestamps are bound from the client: seekdb's
