@@ -6,6 +6,14 @@
 * ``bm25``: ``rank_bm25.BM25Okapi`` on lowercase word tokens.
 * ``fusion``: 0.7 * cosine + 0.3 * BM25 (BM25 divided by the query's best
   BM25 score, so both terms are in [0, 1]).
+* ``bm25-care``: BM25 with the same care as ours' full-text half: the texts
+  and the query stemmed by ``adk_oceanbase.memory.lexical``, English function
+  words and the scope's single-word author names left out of the query
+  (``search_sql.fulltext_query``), statistics per scope (= per user); returns
+  only memories that match a query term (so it can return nothing).
+* ``fusion-tuned``: cosine + BM25-care/max, weights from a grid on the tune split.
+* ``dense-recency``: cosine + w * 0.5^(age / half-life), age from the scope's
+  newest memory; w and half-life from a grid on the tune split.
 
 Every system receives the same :class:`Doc` list per scope (one scope per
 LoCoMo conversation, one for the knowledge-update set) and ranks ids; query
@@ -21,7 +29,17 @@ from typing import Protocol, Sequence
 
 import numpy as np
 
-__all__ = ["ADKInMemorySystem", "BM25System", "DenseSystem", "Doc", "FusionSystem", "System", "tokenize"]
+__all__ = [
+    "ADKInMemorySystem",
+    "BM25System",
+    "CarefulBM25System",
+    "DenseRecencySystem",
+    "DenseSystem",
+    "Doc",
+    "FusionSystem",
+    "System",
+    "tokenize",
+]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -105,14 +123,69 @@ class BM25System(_Stateless):
         return [self._ids[scope][i] for i in top]
 
 
-class FusionSystem(_Stateless):
-    """Linear fusion of cosine and max-normalised BM25 (the issue's 0.7/0.3 baseline)."""
+class CarefulBM25System(BM25System):
+    """BM25 on the same words ours' full-text half sees (see the module docstring)."""
 
-    def __init__(self, w_cos: float = 0.7, w_bm25: float = 0.3) -> None:
-        self.name = "fusion"
+    name = "bm25-care"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._authors: dict[str, frozenset[str]] = {}
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        from adk_oceanbase.memory.lexical import stem_text
+
+        self._ids[scope] = [d.doc_id for d in docs]
+        self._bm25[scope] = self._cls([stem_text(d.text).split() or ["_"] for d in docs])
+        names = {stem_text(d.author).split()[0] for d in docs if d.author and len(stem_text(d.author).split()) == 1}
+        self._authors[scope] = frozenset(names)
+
+    def query_terms(self, scope: str, query: str) -> list[str]:
+        from adk_oceanbase.memory.search_sql import fulltext_query
+
+        return fulltext_query(query, drop_terms=self._authors.get(scope, frozenset())).split()
+
+    def scores(self, scope: str, query: str) -> np.ndarray:
+        return np.asarray(self._bm25[scope].get_scores(self.query_terms(scope, query)), dtype=np.float64)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]:
+        s = self.scores(scope, query)
+        top = [i for i in np.argsort(-s, kind="stable")[:top_k] if s[i] > 0]
+        return [self._ids[scope][i] for i in top]
+
+
+class DenseRecencySystem(DenseSystem):
+    """Cosine plus a recency bonus: the obvious baseline for the knowledge-update set."""
+
+    def __init__(self, w_rec: float = 0.1, half_life_days: float = 90.0) -> None:
+        super().__init__()
+        self.name = "dense-recency"
+        self.w_rec, self.half_life_days = w_rec, half_life_days
+        self._age_days: dict[str, np.ndarray] = {}
+
+    async def index(self, scope: str, docs: Sequence[Doc]) -> None:
+        await super().index(scope, docs)
+        newest = max(d.time for d in docs)
+        self._age_days[scope] = np.array([(newest - d.time).total_seconds() / 86400.0 for d in docs])
+
+    def recency(self, scope: str) -> np.ndarray:
+        return np.power(0.5, self._age_days[scope] / self.half_life_days)
+
+    async def search(self, scope: str, query: str, query_vec: np.ndarray, top_k: int) -> list[str]:
+        s = self.scores(scope, query_vec) + self.w_rec * self.recency(scope)
+        top = np.argsort(-s, kind="stable")[:top_k]
+        return [self._ids[scope][i] for i in top]
+
+
+class FusionSystem(_Stateless):
+    """Linear fusion of cosine and max-normalised BM25 (the issue's 0.7/0.3 baseline; ``careful``:
+    BM25-care, as ``fusion-tuned`` with weights from the tune split)."""
+
+    def __init__(self, w_cos: float = 0.7, w_bm25: float = 0.3, careful: bool = False, name: str = "fusion") -> None:
+        self.name = name
         self._w = (w_cos, w_bm25)
         self._dense = DenseSystem()
-        self._bm25 = BM25System()
+        self._bm25 = CarefulBM25System() if careful else BM25System()
 
     async def index(self, scope: str, docs: Sequence[Doc]) -> None:
         await self._dense.index(scope, docs)

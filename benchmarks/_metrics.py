@@ -18,6 +18,7 @@ from typing import Iterable, Sequence
 
 __all__ = [
     "KS",
+    "abstention_metrics",
     "aggregate",
     "dedupe",
     "mrr",
@@ -73,6 +74,26 @@ def query_metrics(ranked: Sequence[str], relevant: Iterable[str]) -> dict[str, f
     out["nDCG@10"] = ndcg_at_k(ranked, rel, 10)
     out["MRR"] = mrr(ranked, rel)
     return out
+
+
+def abstention_metrics(ranked: Sequence[str], relevant: Iterable[str]) -> dict[str, float]:
+    """What a search handed over besides the relevant memories (the relevance gate's measure).
+
+    * ``clean``: 1 when nothing irrelevant was returned (returning nothing is
+      clean; with an empty relevant set only returning nothing is);
+    * ``empty``: 1 when nothing was returned;
+    * ``returned``: how many distinct ids were returned;
+    * ``precision``: relevant share of what was returned (1 when nothing was).
+    """
+    rel = set(relevant)
+    got = dedupe(ranked)
+    hits = sum(r in rel for r in got)
+    return {
+        "clean": float(hits == len(got)),
+        "empty": float(not got),
+        "returned": float(len(got)),
+        "precision": hits / len(got) if got else 1.0,
+    }
 
 
 def aggregate(rows: Sequence[tuple[str, dict[str, float]]]) -> dict[str, dict[str, float]]:

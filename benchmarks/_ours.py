@@ -59,9 +59,16 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["version_band"] = float(overrides["vband"])
     if "vpool" in overrides:
         changes["version_pool"] = int(overrides["vpool"])
+    for key, field in (("gsim", "relevance_min_similarity"), ("glex", "relevance_min_lexical"),
+                       ("gmargin", "relevance_margin"), ("gfill", "relevance_fill_margin")):  # the relevance gate; a negative value turns it off
+        if key in overrides:
+            changes[field] = None if overrides[key] < 0 else float(overrides[key])
+    if "gnb" in overrides:
+        changes["relevance_gate_neighbours"] = bool(overrides["gnb"])
     if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
         changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
-    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "vsim", "vband", "vpool"}
+    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "vsim", "vband", "vpool",
+             "gsim", "glex", "gmargin", "gnb", "gfill"}
     unknown = set(overrides) - set(WEIGHT_KEYS) - known
     if unknown:
         raise SystemExit(f"unknown --ours keys: {', '.join(sorted(unknown))}")
@@ -114,6 +121,9 @@ class OursSystem:
             "ef_search": s.ef_search,
             "consolidate": s.consolidate,
             "version": {"similarity": s.version_similarity, "band": s.version_band, "pool": s.version_pool},
+            "gate": {"min_similarity": s.relevance_min_similarity, "min_lexical": s.relevance_min_lexical,
+                     "neighbours": s.relevance_gate_neighbours, "margin": s.relevance_margin,
+                     "fill_margin": s.relevance_fill_margin},
             **self.ingest_stats,
         }
 

@@ -7,6 +7,17 @@ Usage (from the repository root, venv active)::
     python benchmarks/retrieval.py --scale 100000 --out /tmp/scale.json       # ANN vs exact at scale
     python benchmarks/retrieval.py --histories --locomo ...                     # long histories, app grown to 100k
     python benchmarks/retrieval.py --locomo ... --grid                          # small tuning grid for ours
+    python benchmarks/retrieval.py --locomo ... --tune-grid default             # ours' settings, tune split only
+
+Split (``--split``, default ``both``; ``benchmarks/_split.py``)
+    Every default of ours and every tuned baseline weight is chosen on the
+    *tune* split (LoCoMo conversations 1-5, knowledge-update seeds 0-3); the
+    headline is the *test* split (conversations 6-10, seeds 10-19).  Each split
+    adds abstention questions (answer in no memory of the asked user) and
+    every query is also scored for what was returned besides the relevant
+    memories (``clean``, ``empty``, ``returned``, ``precision``;
+    ``_metrics.abstention_metrics``).  ``--split none`` is the old mode: the
+    first ``--conversations`` and ``--seed``.
 
 Data
     *LoCoMo* (``--locomo PATH``; CC BY-NC 4.0: read from its path, never
@@ -30,7 +41,10 @@ Data
 Systems (``--systems``, comma separated; all by default)
     ``adk-inmemory`` ADK ``InMemoryMemoryService`` (word overlap, fed ADK Events);
     ``dense`` exact cosine in numpy on MiniLM; ``bm25`` rank-bm25 Okapi;
-    ``fusion`` 0.7*cosine + 0.3*BM25/max; ``ours`` ``OceanBaseMemoryService.search``
+    ``fusion`` 0.7*cosine + 0.3*BM25/max (the first rounds' baselines, kept for continuity);
+    ``bm25-care`` BM25 with ours' stemming, stopwords and author-name removal; ``fusion-tuned``
+    cosine + BM25-care/max with the weight tuned on the tune split; ``dense-recency`` cosine +
+    a recency bonus tuned on the knowledge-update tune seeds (``_baseline_tuning.py``); ``ours`` ``OceanBaseMemoryService.search``
     through SQL on seekdb (``--url``, or a server started from the pylibseekdb
     wheel on a free port).  All vector systems share one MiniLM embedding cache
     (``--cache-dir``), so they rank the same vectors.
@@ -61,19 +75,26 @@ if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
 
 import numpy as np
 
-from benchmarks._baselines import ADKInMemorySystem, BM25System, DenseSystem, Doc, FusionSystem
+from benchmarks._baselines import (
+    ADKInMemorySystem, BM25System, CarefulBM25System, DenseRecencySystem, DenseSystem, Doc, FusionSystem,
+)
 from benchmarks._embed_cache import CachedEmbedder
 from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text, turn_content
-from benchmarks._metrics import aggregate, query_metrics, summarise_latencies
+from benchmarks._metrics import aggregate, summarise_latencies
 from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
 from benchmarks._report import format_table
+from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
 from benchmarks._synthetic import make_knowledge_update_set
 
 logger = logging.getLogger("benchmarks.retrieval")
 
 PACKAGES = ("adk-oceanbase", "google-adk", "sentence-transformers", "torch", "numpy", "rank-bm25",
             "pylibseekdb", "SQLAlchemy", "aiomysql")
-ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "ours")
+ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency", "ours",
+               "ours-abstain")
+ABSTAIN_VARIANT = {"gsim": 0.5, "glex": 0.34, "gfill": 1.0}
+"""``ours-abstain``: the relevance gate as an opt-in trade-off, chosen on the tune split (--tune-grid): the
+most clean abstentions among settings costing at most 0.03 of LoCoMo R@10 and knowledge-update R@1."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
 
 
@@ -158,10 +179,7 @@ async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
         start = time.perf_counter()
         ranked = await system.search(q.scope, q.question, q.vector, top_k)
         lat.append(time.perf_counter() - start)
-        m = query_metrics(ranked, q.relevant)
-        rows.append((q.group, m))
-        if q.group in data.headline_groups:
-            rows.append(("overall", m))
+        rows.extend(query_rows(q.group, q.relevant, ranked[:top_k], data.headline_groups))
         per_query.append(ranked[:top_k])
     return {
         "metrics": aggregate(rows),
@@ -170,7 +188,17 @@ async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
     }
 
 
-def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, server_url: str | None):
+def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, server_url: str | None,
+                 tuned: dict[str, Any] | None = None):
+    tuned = tuned or {}
+    if name == "bm25-care":
+        return CarefulBM25System()
+    if name == "fusion-tuned":
+        w = float(tuned.get("fusion", {}).get("best", 0.7))
+        return FusionSystem(w, 1.0 - w, careful=True, name="fusion-tuned")
+    if name == "dense-recency":
+        best = tuned.get("dense_recency", {}).get("best", {"w_rec": 0.1, "half_life_days": 90.0})
+        return DenseRecencySystem(best["w_rec"], best["half_life_days"])
     if name == "adk-inmemory":
         return ADKInMemorySystem()
     if name == "dense":
@@ -183,6 +211,10 @@ def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, 
         from benchmarks._ours import OursSystem
 
         return OursSystem(server_url, embedder, overrides=_parse_overrides(args.ours))
+    if name == "ours-abstain":
+        from benchmarks._ours import OursSystem
+
+        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **ABSTAIN_VARIANT})
     raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")
 
 
@@ -207,8 +239,22 @@ def measure_query_embedding(embedder: CachedEmbedder, questions: Sequence[str], 
     return summarise_latencies(lat)
 
 
+ABSTAIN_COLS = ["clean", "empty", "returned", "precision"]
+
+
+def table_columns(group: str, overall_cols: list[str]) -> list[str]:
+    """What a group's table shows: ranking metrics, abstention metrics, or both (category 5)."""
+    if group == "overall":
+        return overall_cols
+    if group.startswith("abstain:"):
+        return ABSTAIN_COLS
+    if group.startswith("5:"):
+        return METRIC_COLS + ABSTAIN_COLS
+    return METRIC_COLS
+
+
 def print_tables(results: dict[str, Any]) -> None:
-    cols = METRIC_COLS + ["p50_ms", "p95_ms"]
+    cols = METRIC_COLS + ["returned", "p50_ms", "p95_ms"]
     for ds_name, by_system in results["datasets"].items():
         groups: list[str] = []
         for res in by_system.values():
@@ -225,21 +271,44 @@ def print_tables(results: dict[str, Any]) -> None:
                 lat = {k: v for k, v in res["latency"].items() if k != "n"}
                 rows.append({"system": sys_name, **m, **lat})
             n = rows[0].get("n") if rows else 0
-            label = "categories 1-4" if (g == "overall" and ds_name == "locomo") else g
+            label = "categories 1-4" if (g == "overall" and ds_name.startswith("locomo")) else g
             print()
-            print(format_table(f"== {ds_name} / {label} (n={n:.0f})", rows, cols if g == "overall" else METRIC_COLS))
+            print(format_table(f"== {ds_name} / {label} (n={n:.0f})", rows, table_columns(g, cols)))
+
+
+async def split_datasets(args: argparse.Namespace, embedder: CachedEmbedder, now: datetime,
+                         out: dict[str, Any]) -> list[Dataset]:
+    """``--split``: the datasets of the tune and/or test split; baselines' weights tuned on tune."""
+    from benchmarks._baseline_tuning import tune_dense_recency, tune_fusion
+
+    built: dict[str, Dataset] = {}
+    for split in ("tune", "test"):
+        if args.locomo:
+            built[f"locomo:{split}"], out["split_info"][f"locomo:{split}"] = locomo_split(args.locomo, split, embedder)
+        if not args.no_ku:
+            built[f"knowledge_update:{split}"], out["split_info"][f"knowledge_update:{split}"] = \
+                knowledge_update_split(split, embedder, now)
+    if "locomo:tune" in built:
+        out["baseline_tuning"]["fusion"] = await tune_fusion(built["locomo:tune"])
+    if "knowledge_update:tune" in built:
+        out["baseline_tuning"]["dense_recency"] = await tune_dense_recency(built["knowledge_update:tune"])
+    wanted = ("tune", "test") if args.split == "both" else (args.split,)
+    return [ds for name, ds in built.items() if name.split(":")[1] in wanted]
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
     now = datetime.now(timezone.utc).replace(microsecond=0)
     datasets: list[Dataset] = []
-    out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "datasets": {}}
-    if args.locomo:
+    out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "datasets": {},
+                           "split": args.split, "split_info": {}, "baseline_tuning": {}}
+    if args.split != "none":
+        datasets = await split_datasets(args, embedder, now, out)
+    elif args.locomo:
         ds, stats = locomo_dataset(args.locomo, args.conversations, embedder, now)
         datasets.append(ds)
         out["locomo_stats"] = stats
-    if not args.no_ku:
+    if args.split == "none" and not args.no_ku:
         datasets.append(knowledge_update_dataset(args.seed, embedder, now))
     out["embedding"] = {
         "model": embedder.model_name,
@@ -248,12 +317,13 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     embedder.save()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-    with seekdb_or_url(args.url if "ours" in systems else "unused", memory_budget="2G") as server:
+    needs_db = any(s.startswith("ours") for s in systems)
+    with seekdb_or_url(args.url if needs_db else "unused", memory_budget="2G") as server:
         server_url = server.url("bench_retrieval", scheme="oceanbase") if server else args.url
         for ds in datasets:
             out["datasets"][ds.name] = {}
             for name in systems:
-                system = build_system(name, args, embedder, server_url)
+                system = build_system(name, args, embedder, server_url, out["baseline_tuning"])
                 logger.info("%s on %s", name, ds.name)
                 try:
                     out["datasets"][ds.name][name] = await evaluate(system, ds, args.top_k)
@@ -271,7 +341,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--locomo", help="path to locomo10.json (never copied into the repo)")
     p.add_argument("--conversations", type=int, default=None, help="first N LoCoMo conversations (default all)")
-    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic sets")
+    p.add_argument("--seed", type=int, default=7, help="seed of the synthetic sets (--split none)")
+    p.add_argument("--split", choices=("tune", "test", "both", "none"), default="both",
+                   help="tune: LoCoMo conversations 1-5 + knowledge-update seeds 0-3; test: conversations 6-10 + "
+                   "seeds 10-19 (the headline); both (default); none: the first --conversations and --seed")
     p.add_argument("--out", help="write results JSON here")
     p.add_argument("--url", help="seekdb/OceanBase URL for 'ours' (oceanbase://root@127.0.0.1:PORT/db); "
                    "default: start a temporary server from the pylibseekdb wheel")
@@ -279,8 +352,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--ours", default="", help="overrides for ours: semantic=,fulltext=,recency=,frequency=,"
                    "importance=,context=,version=,half_life_days=,pool=,ef_search=,exact=1,window=,"
-                   "vsim=,vband=,vpool=")
+                   "vsim=,vband=,vpool=,gsim=,glex=,gmargin=,gfill=,gnb= (gate; -1 = off)")
     p.add_argument("--grid", action="store_true", help="run the small tuning grid for ours instead")
+    p.add_argument("--tune-grid", default=None, help="ours' settings on the tune split only: 'default' "
+                   "(benchmarks/_tune.py) or ';'-separated --ours override strings")
     p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
     p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
     p.add_argument("--scale-queries", type=int, default=200, help="scale mode: queries for the SQL runs")
@@ -313,6 +388,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks._scale import run_scale
 
         results = asyncio.run(run_scale(args))
+    elif args.tune_grid:
+        from benchmarks._tune import run_tune_grid
+
+        results = asyncio.run(run_tune_grid(args))
     elif args.grid:
         from benchmarks._grid import run_grid
 

@@ -64,7 +64,8 @@ async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, da
     assert top.author in ("user", "agent")
     assert top.timestamp and top.timestamp.endswith("+00:00")
     scores = top.custom_metadata["scores"]
-    assert set(scores) == {"semantic", "recency", "frequency", "fulltext", "importance", "context", "version", "score", "ft_cov"}
+    assert set(scores) == {"semantic", "recency", "frequency", "fulltext", "importance", "context", "version", "score",
+                           "ft_cov", "lexical"}  # lexical: the relevance gate's evidence, reported (0 with the gate off)
     assert top.custom_metadata["session_id"] == "s1"
     assert len(top.custom_metadata["event_ids"]) == 1
 

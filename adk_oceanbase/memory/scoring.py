@@ -6,7 +6,7 @@ scores from the same ``ft`` CTE as the SQL path) brings rows here and the same
 candidate construction and formula run in numpy: top ``candidate_pool`` by
 cosine, union top ``candidate_pool`` by full-text, the two put on one scale
 by ``settings.fusion``, recency from the newest candidate (or now), the
-context and version signals, then the weighted sum.  A test checks that both
+context and version signals, the relevance gate (``relevance.py``), then the weighted sum.  A test checks that both
 paths rank the same memories the same way on seekdb.
 """
 
@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import relevance as rv
 from .settings import MemorySettings, ScoreWeights
 
 __all__ = ["Signals", "rank_rows"]
@@ -39,6 +40,8 @@ class Signals:
     ft_cov: float = 0.0
     """Lexical evidence in [0, 1]: the share of the query's idf mass the memory's words match
     (``postings.bm25_ctes``); comparable across queries, unlike the max-normalised ``fulltext``."""
+    lexical: float = 0.0
+    """The relevance gate's lexical evidence (``relevance.lexical_evidence``), reported, not weighted."""
 
 
 def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
@@ -67,11 +70,15 @@ def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, 
     return sem_sig, ft_sig
 
 
-def _context(rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, window: int) -> np.ndarray:
-    """``search_sql._context_expr`` in numpy: best candidate-neighbour relevance within ``window`` positions."""
+def _context(
+    rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, window: int, lends: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``search_sql._context_exprs`` in numpy: best relevance among the neighbours within ``window``
+    positions that ``lends`` (the gate's ``rel_ok``), and whether there is such a neighbour."""
     out = np.zeros(len(rows))
+    has = np.zeros(len(rows), dtype=bool)
     if window < 1:
-        return out
+        return out, has
     by_session: dict[str, list[int]] = {}
     for i in np.flatnonzero(cand):
         r = rows[i]
@@ -80,10 +87,12 @@ def _context(rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, windo
     for members in by_session.values():
         for i in members:
             pos = rows[i].turn_pos
-            near = [relevance[j] for j in members if j != i and 0 < abs(rows[j].turn_pos - pos) <= window]
+            near = [relevance[j] for j in members
+                    if j != i and lends[j] and 0 < abs(rows[j].turn_pos - pos) <= window]
             if near:
                 out[i] = max(max(near), 0.0)
-    return out
+                has[i] = True
+    return out, has
 
 
 def _version(rows, eligible, relevance, sem, ft, unit, settings: MemorySettings) -> np.ndarray:
@@ -117,8 +126,12 @@ def rank_rows(
     weights: ScoreWeights,
     settings: MemorySettings,
     min_score: float | None = None,
+    lexical_terms: Sequence[str] = (),
 ) -> list[tuple[Any, Signals]]:
-    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first."""
+    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first.
+
+    ``lexical_terms``: the query's full-text terms, for the relevance gate's lexical evidence.
+    """
     if not rows:
         return []
     n = len(rows)
@@ -158,33 +171,32 @@ def rank_rows(
     ref = now
     if settings.recency_reference == "newest" and cand.any():
         ref = min(now, max(rows[i].created_at for i in np.flatnonzero(cand)))
+    # The relevance gate (relevance.py): own evidence, borrowed from eligible neighbours / versions.
+    lex = np.array([rv.lexical_evidence(r.search_text, lexical_terms) if cand[i] else 0.0
+                    for i, r in enumerate(rows)])
+    rel_ok = rv.relevant_mask(settings, sem, has_vec, lex)
     relevance = weights.semantic * sem_sig + weights.fulltext * ft_sig
-    ctx = _context(rows, cand, relevance, settings.context_window)
+    window = settings.context_window if weights.context else 0
+    ctx, nb_ok = _context(rows, cand, relevance, window, rel_ok)
     ver = np.zeros(n)
     if weights.version and query_vector is not None:
-        ver = _version(rows, cand & has_vec, relevance, sem, ft_sig, unit, settings)
+        ver = _version(rows, cand & has_vec & rel_ok, relevance, sem, ft_sig, unit, settings)
+    rel = relevance + weights.context * ctx + weights.version * ver
+    fill = rv.fill_mask(settings, rel, cand & rel_ok)
+    ok = cand & (rel_ok | (nb_ok if settings.relevance_gate_neighbours else False) | fill)
+    boost = rv.boost_mask(settings, rel, ok)
     out: list[tuple[Any, Signals]] = []
-    for i in np.flatnonzero(cand):
+    for i in np.flatnonzero(ok):
         r = rows[i]
         age = max((ref - r.created_at).total_seconds(), 0.0)
         rec = math.exp(-math.log(2) * age / half_life)
         freq = min(math.log1p(r.access_count) / freq_norm, 1.0)
-        ft = float(ft_sig[i])
         imp = float(r.importance_score)
-        s = float(sem_sig[i])
-        c = float(ctx[i]) if weights.context else 0.0
-        v = float(ver[i])
-        score = (
-            weights.semantic * s
-            + weights.recency * rec
-            + weights.frequency * freq
-            + weights.fulltext * ft
-            + weights.importance * imp
-            + weights.context * c
-            + weights.version * v
-        )
+        extra = weights.recency * rec + weights.frequency * freq + weights.importance * imp
+        score = float(rel[i]) + (extra if boost[i] else 0.0)
         if min_score is not None and score < min_score:
             continue
-        out.append((r, Signals(s, rec, freq, ft, imp, score, c, v, float(r.ft_cov or 0.0))))
+        out.append((r, Signals(float(sem_sig[i]), rec, freq, float(ft_sig[i]), imp, score, float(ctx[i]),
+                               float(ver[i]), ft_cov=float(r.ft_cov or 0.0), lexical=float(lex[i]))))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
     return out[:top_k]

@@ -19,12 +19,16 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    ``MemorySettings.recency_reference``; context is the best semantic +
    full-text relevance among the candidate's session neighbours (two
    one-sided ``RANGE`` window frames over ``turn_pos``), see
-   :func:`_context_expr`; ``w_ver*version`` lets a fact borrow the full-text
+   :func:`_context_exprs`; ``w_ver*version`` lets a fact borrow the full-text
    match of a version of itself (a newer "Alice moved to Denver" shares in the
    old "Alice lives in Lisbon"'s match on "live", and recency then puts it
    first), pairs compared in SQL, see :func:`_version_ctes`.  The
    per-candidate signals are one CTE (``sig``), which the server materialises
-   once (EXPLAIN: ``TEMP TABLE INSERT sig``) although two parts read it.
+   once (EXPLAIN: ``TEMP TABLE INSERT sig``) although two parts read it;
+4. the relevance gate (``relevance.py``, off by default): only candidates with
+   semantic or lexical evidence (or next to / near one that has it) are
+   returned, and recency, frequency and importance may be limited to those
+   within a margin of the best relevance.
 
 APPROXIMATE cannot order by a composite score (the server rejects it), hence
 the candidate subqueries.  Timestamps are bound from the client: seekdb's
@@ -43,6 +47,7 @@ from typing import Any, Sequence
 from sqlalchemy import text
 from sqlalchemy.sql.elements import TextClause
 
+from . import relevance as rv
 from .lexical import query_terms, stem
 from .postings import bm25_ctes
 from .queries import FACT_TEST, ROW_COLUMNS, T, naive_utc
@@ -127,12 +132,15 @@ def hybrid_search(
     filters: SearchFilters | None = None,
     min_score: float | None = None,
     approximate: bool | None = None,
+    lexical_terms: Sequence[str] = (),
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
-    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, ft_cov``
+    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, ft_cov, lex``
     (``ft_n``: how many full-text candidates there were; ``ft_cov``: the share
-    of the query's idf mass the memory matches, 0..1, see ``postings.bm25_ctes``).
+    of the query's idf mass the memory matches, 0..1, see ``postings.bm25_ctes``;
+    ``lex``: the lexical evidence of the relevance gate over ``lexical_terms``,
+    see ``relevance.py``).
     ``query_text`` is :func:`fulltext_query`'s output (stemmed words); ``query_vector``
     the dialect-encoded query embedding, ``None`` runs the full-text half
     alone (e.g. the embedder is down).
@@ -189,10 +197,12 @@ def hybrid_search(
     ctes.append("cand AS (" + " UNION ".join(branches) + ")")
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
-    out_cols = ", ".join(f"s.{c}" for c in ROW_COLUMNS)
+    out_cols = ", ".join(f"u.{c}" for c in ROW_COLUMNS)
     params["w_ctx"] = float(weights.context)
     params["w_ver"] = float(weights.version)
-    ctx = _context_expr(settings.context_window) if weights.context else "0"
+    lex = rv.lexical_evidence_sql("m", lexical_terms, params)
+    rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.lex")
+    ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
   SELECT {r_cols},
@@ -203,10 +213,10 @@ def hybrid_search(
     r.importance_score AS imp,
     SUM(r.in_ft) OVER () AS ft_n,
     r.ft_cov,
-    r.sem_raw, r.has_vec, r.is_fact
+    r.sem_raw, r.has_vec, r.is_fact, r.lex, {rel_ok} AS rel_ok
   FROM (
     SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts,
-      {cov} AS ft_cov, {in_ft} AS in_ft, {_is_fact("m")} AS is_fact
+      {cov} AS ft_cov, {in_ft} AS in_ft, {_is_fact("m")} AS is_fact, {lex} AS lex
     FROM cand c JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id {ft_join}
   ) r
 )""")
@@ -215,16 +225,26 @@ def hybrid_search(
         ver, ver_join = "COALESCE(v.gain, 0)", "LEFT JOIN ver v ON v.memory_id = q.memory_id"
     else:
         ver, ver_join = "0", ""
-    base = ("(:w_sem * s.sem + :w_rec * s.rec + :w_freq * s.freq + :w_ft * s.ft + :w_imp * s.imp "
-            "+ :w_ctx * s.ctx + :w_ver * s.ver)")
+    # Relevance (what the query matched, own or borrowed) and the gated non-relevance boosts.
+    params["g_nb"] = 1 if settings.relevance_gate_neighbours else 0
+    rel = "(:w_sem * t.sem + :w_ft * t.ft + :w_ctx * t.ctx + :w_ver * t.ver)"
+    boost = rv.margin_sql(settings, params, rel=rel, ok="t.ok")
+    fill = rv.fill_sql(settings, params, rel="(:w_sem * s.sem + :w_ft * s.ft + :w_ctx * s.ctx + :w_ver * s.ver)",
+                       rel_ok="s.rel_ok")
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, s.sem, s.rec, s.freq, s.ft, s.imp, s.ctx, s.ver, {base} AS score, s.ft_n, s.ft_cov
+SELECT {out_cols}, u.sem, u.rec, u.freq, u.ft, u.imp, u.ctx, u.ver, u.score, u.ft_n, u.ft_cov, u.lex
 FROM (
-  SELECT q.*, {ctx} AS ctx, {ver} AS ver
-  FROM sig q {ver_join}
-) s
-WHERE {base} >= :min_score
-ORDER BY score DESC, s.created_at DESC, s.memory_id
+  SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
+  FROM (
+    SELECT s.*, CASE WHEN s.rel_ok = 1 OR (:g_nb = 1 AND s.nb_ok = 1) OR {fill} = 1 THEN 1 ELSE 0 END AS ok
+    FROM (
+      SELECT q.*, {ctx} AS ctx, {nb_ok} AS nb_ok, {ver} AS ver
+      FROM sig q {ver_join}
+    ) s
+  ) t
+) u
+WHERE u.ok = 1 AND u.score >= :min_score
+ORDER BY u.score DESC, u.created_at DESC, u.memory_id
 LIMIT :k"""
     return text(sql), params
 
@@ -255,7 +275,7 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     params["vband"] = float(settings.version_band)
     return [
         f"vtop AS (SELECT /*+ LEADING(g e) USE_NL(e) */ g.memory_id, g.sem_raw, g.ft, e.embedding FROM "
-        f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 "
+        f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 AND rel_ok = 1 "
         f"ORDER BY :w_sem * sem + :w_ft * ft DESC, memory_id LIMIT :vpool) g "
         f"JOIN {T} e ON e.app_name = :app AND e.user_id = :user AND e.memory_id = g.memory_id)",
         "ver AS (SELECT a.memory_id, MAX(b.ft) - a.ft AS gain FROM vtop a "
@@ -264,26 +284,30 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     ]
 
 
-def _context_expr(window: int) -> str:
-    """The context signal of candidate ``q``: the best relevance among its session neighbours.
+def _context_exprs(window: int) -> tuple[str, str]:
+    """The context signal of candidate ``q`` and whether it has an eligible neighbour (``nb_ok``).
 
-    Neighbours are candidates of the same session within ``window`` turn
-    positions on either side (``turn_pos``, the event's place in the session);
-    relevance is the weighted semantic + full-text part of their score.  A
-    turn next to a strong match is often the other half of it (question /
-    answer), which neither signal sees on its own.  Two one-sided RANGE frames
-    leave the row itself out.  Rows without a position get 0.
+    Context is the best relevance among its session neighbours: candidates of
+    the same session within ``window`` turn positions on either side
+    (``turn_pos``, the event's place in the session); relevance is the
+    weighted semantic + full-text part of their score, and only neighbours
+    the relevance gate lets through lend it (``rel_ok``; all of them when the
+    gate is off).  A turn next to a strong match is often the other half of
+    it (question / answer), which neither signal sees on its own.  Two
+    one-sided RANGE frames leave the row itself out.  Rows without a position
+    get 0.
     """
     w = int(window)
     if w < 1:
-        return "0"
-    rel = "(:w_sem * q.sem + :w_ft * q.ft)"
+        return "0", "0"
     part = "PARTITION BY q.session_id ORDER BY q.turn_pos"
-    return (
-        "CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
-        f"COALESCE(MAX({rel}) OVER ({part} RANGE BETWEEN {w} PRECEDING AND 1 PRECEDING), 0), "
-        f"COALESCE(MAX({rel}) OVER ({part} RANGE BETWEEN 1 FOLLOWING AND {w} FOLLOWING), 0), 0) END"
-    )
+    frames = (f"RANGE BETWEEN {w} PRECEDING AND 1 PRECEDING", f"RANGE BETWEEN 1 FOLLOWING AND {w} FOLLOWING")
+
+    def best(value: str) -> str:
+        return ("CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
+                + ", ".join(f"COALESCE(MAX({value}) OVER ({part} {f}), 0)" for f in frames) + ", 0) END")
+
+    return best("CASE WHEN q.rel_ok = 1 THEN :w_sem * q.sem + :w_ft * q.ft END"), best("q.rel_ok")
 
 
 # English function words dropped from the full-text query (not from the index).  Measured with
@@ -370,10 +394,11 @@ def numpy_prefilter(
     """MySQL path: the user's newest rows plus their best BM25 matches, scored later in numpy.
 
     Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``,
-    ``fts`` and ``ft_cov`` (0 for rows outside the BM25 candidates).  The
-    full-text candidates are exactly :func:`hybrid_search`'s (the same
-    ``ft`` CTE), so both paths see the same full-text list; the semantic
-    candidates come from the newest ``numpy_scan_limit`` rows.
+    ``fts``, ``ft_cov`` (0 for rows outside the BM25 candidates) and
+    ``search_text`` (the relevance gate's lexical evidence is computed from it
+    in numpy).  The full-text candidates are exactly :func:`hybrid_search`'s
+    (the same ``ft`` CTE), so both paths see the same full-text list; the
+    semantic candidates come from the newest ``numpy_scan_limit`` rows.
     """
     params: dict[str, Any] = {"app": app_name, "user": user_id, "lim": settings.numpy_scan_limit}
     where = _scope_where("m", filters, settings.include_superseded, params, settings.min_confidence)
@@ -381,14 +406,14 @@ def numpy_prefilter(
     newest = f"SELECT m.memory_id FROM {T} m WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
     terms = query_terms(query_text.split())
     if not terms:
-        sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov FROM {T} m " \
+        sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov, m.search_text FROM {T} m " \
               f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
         return text(sql), params
     ft_where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
     ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool)
     sql = (
         f"WITH {', '.join(ctes)} SELECT {cols}, m.embedding, m.embedding_model, COALESCE(ft.fts, 0) AS fts, "
-        f"COALESCE(ft.cov, 0) AS ft_cov FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "
+        f"COALESCE(ft.cov, 0) AS ft_cov, m.search_text FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "
         f"JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id "
         "LEFT JOIN ft ON ft.memory_id = c.memory_id"
     )

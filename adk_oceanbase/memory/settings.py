@@ -175,6 +175,48 @@ class MemorySettings:
 
     Measured (as above): 10 -> 0.506, 20 and 40 -> 0.500."""
 
+    relevance_min_similarity: float | None = None
+    """Relevance gate (``memory/relevance.py``): a memory may be returned only if its raw cosine
+    similarity to the query reaches this, or its lexical evidence reaches ``relevance_min_lexical``
+    (or, with ``relevance_gate_neighbours``, it is a session neighbour of such a memory).  ``None``
+    for both turns the gate off (the default): every search returns ``top_k`` memories, relevant or not.
+
+    Off by default because no floor abstained without costing recall (tune split: LoCoMo
+    conversations 1-5, knowledge-update seeds 0-3; ``retrieval.py --tune-grid``, results
+    ``retrieval-tune-2026-11-23-gate*.json``): MiniLM's best cosine for an unanswerable question
+    (p50 0.49) sits where answerable ones do (p50 0.58).  Opt-in trade-off: 0.5 / lexical 0.34 /
+    fill 1.0 abstained cleanly on 54% of unanswerable questions for -0.027 LoCoMo R@10 and -0.014
+    knowledge-update R@1 (``ours-abstain`` in benchmarks/README.md); the no-loss setting
+    (0.3 / 0.67 / fill 1.0) abstained on 2.8%.  Calibrated on MiniLM: re-check for other
+    embedding models (HashEmbedder's cosines are far lower)."""
+
+    relevance_min_lexical: float | None = None
+    """Relevance gate: the lexical evidence floor, in [0, 1] (``relevance.lexical_evidence``: the
+    fraction of the query's full-text terms the memory contains, unweighted; a per-user BM25
+    coverage of the query's IDF mass is meant to replace it).  ``None``: lexical evidence never
+    makes a memory eligible on its own.  Tune split, with similarity 0.5: 0.3 -> 29% clean
+    abstentions, 0.34 -> 54% (one term of a three-term question no longer suffices)."""
+
+    relevance_gate_neighbours: bool = True
+    """Relevance gate: a memory within ``context_window`` turns of an eligible memory of the same
+    session is eligible too (the answer is often the turn after the matching question)."""
+
+    relevance_fill_margin: float | None = None
+    """Relevance gate: once a memory has evidence of its own, memories whose relevance (weighted
+    semantic + full-text + context + version) is within this of the best such memory's are
+    eligible too.  The floors then decide whether a query has an answer at all, this how much
+    comes with it.  ``None``: only memories with evidence (and their neighbours) are returned.
+    Tune split at similarity 0.5 / lexical 0.34: LoCoMo R@10 0.684 without, 0.697 with 1.0."""
+
+    relevance_margin: float | None = None
+    """Recency, frequency and importance count only for memories whose relevance (weighted semantic
+    + full-text + context + version) is within this of the best eligible memory's.  They then pick
+    among near-equally relevant memories and cannot lift a weak match above a strong one.
+    ``None``: they count for every candidate (as before the gate).  Tune split: 0.1 / 0.2 / 0.3
+    gave LoCoMo R@10 0.723 (off: 0.724) and knowledge-update R@1 0.528 / 0.525 / 0.525 (off:
+    0.525): neutral there; it is meant for long single-topic histories (issue #13), not measured
+    here."""
+
     candidate_pool: int = 200
     """Candidates taken from each of the ANN and full-text lists before the final scoring.
 

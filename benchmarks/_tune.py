@@ -1,0 +1,109 @@
+"""``--tune-grid``: ours' settings on the **tune split only** (LoCoMo conversations 1-5, knowledge-update seeds 0-3).
+
+Ingests the tune split once (with its abstention questions), runs the recall
+history once, then re-ranks every question under each setting
+(``bump_access=False``, so settings do not leak into each other).  A setting
+is a ``--ours`` override string (weights, context window, version knobs, the
+relevance gate).  Rule for the gate: among the settings whose LoCoMo tune R@10
+(categories 1-4) and knowledge-update tune R@1 are within ``TOLERANCE`` of the
+reference (the first setting), the one with the most clean abstentions
+(abstention sets of both datasets, pooled), then the best LoCoMo R@10.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from benchmarks._common import environment, print_environment, seekdb_or_url
+from benchmarks._embed_cache import CachedEmbedder
+from benchmarks._metrics import aggregate
+from benchmarks._ours import OursSystem, settings_from_overrides
+from benchmarks._report import format_table
+from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
+
+__all__ = ["DEFAULT_GRID", "TOLERANCE", "choose", "run_tune_grid"]
+
+TOLERANCE = 0.005
+"""How much tune R@10 / R@1 a gate may cost and still count as 'no loss' (about one question in 200)."""
+
+DEFAULT_GRID = [
+    "",  # the reference: current defaults
+    *[f"gsim={s},glex={lx}" for s in (0.3, 0.35, 0.4, 0.45) for lx in (0.5, 0.67, 1.0)],
+    "gsim=0.35,glex=0.67,gnb=0",
+    *[f"gsim=0.35,glex=0.67,gmargin={m}" for m in (0.05, 0.1, 0.2, 0.3)],
+]
+
+
+def choose(runs: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """The rule of the module docstring; ``runs[0]`` is the reference."""
+    ref = runs[0]
+    ok = [r for r in runs if r["locomo_r10"] >= ref["locomo_r10"] - tolerance and r["ku_r1"] >= ref["ku_r1"] - tolerance]
+    return max(ok, key=lambda r: (r["abstain_clean"], r["locomo_r10"]))
+
+
+def _summary(loco: dict, ku: dict) -> dict[str, float]:
+    a, b = loco.get("abstain:all", {}), ku.get("abstain:all", {})
+    n = a.get("n", 0) + b.get("n", 0)
+    clean = (a.get("clean", 0) * a.get("n", 0) + b.get("clean", 0) * b.get("n", 0)) / n if n else 0.0
+    return {"locomo_r10": loco["overall"]["R@10"], "ku_r1": ku["overall"]["R@1"], "abstain_clean": clean,
+            "cat5_clean": loco.get("5:adversarial", {}).get("clean", 0.0),
+            "locomo_returned": loco["overall"]["returned"]}
+
+
+async def _score(system: OursSystem, ds: Any, top_k: int) -> dict[str, Any]:
+    rows = []
+    for q in ds.queries:
+        ranked = await system.search(q.scope, q.question, q.vector, top_k)
+        rows.extend(query_rows(q.group, q.relevant, ranked[:top_k], ds.headline_groups))
+    return aggregate(rows)
+
+
+async def run_tune_grid(args: argparse.Namespace) -> dict[str, Any]:
+    import dataclasses
+
+    embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    loco, loco_info = locomo_split(args.locomo, "tune", embedder)
+    ku, ku_info = knowledge_update_split("tune", embedder, now)
+    embedder.save()
+    grid = [g for g in args.tune_grid.split(";")] if args.tune_grid != "default" else DEFAULT_GRID
+    result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "sentence-transformers")),
+                              "split": "tune", "split_info": {"locomo": loco_info, "ku": ku_info}, "runs": []}
+    with seekdb_or_url(args.url, memory_budget="2G") as server:
+        url = server.url("bench_tune", scheme="oceanbase") if server else args.url
+        ours = OursSystem(url, embedder)
+        try:
+            ours.set_clock({**loco.now, **ku.now})
+            for ds in (loco, ku):
+                for scope, docs in ds.docs.items():
+                    await ours.index(scope, docs)
+            await ours.ready()
+            for scope, history in ku.warmups.items():
+                for question, vec in history:
+                    await ours.recall(scope, question, vec)
+            base = dataclasses.replace(ours._svc.settings)
+            for spec in grid:
+                from benchmarks.retrieval import _parse_overrides
+
+                ours._svc.settings = settings_from_overrides(base, _parse_overrides(spec))
+                t0 = time.perf_counter()
+                run = {"setting": spec or "defaults", "locomo": await _score(ours, loco, args.top_k),
+                       "ku": await _score(ours, ku, args.top_k)}
+                run.update(_summary(run["locomo"], run["ku"]), seconds=time.perf_counter() - t0)
+                result["runs"].append(run)
+                print(f"{run['setting']}: LoCoMo R@10 {run['locomo_r10']:.3f}  KU R@1 {run['ku_r1']:.3f}  "
+                      f"abstain clean {run['abstain_clean']:.3f}  cat5 clean {run['cat5_clean']:.3f}  "
+                      f"returned {run['locomo_returned']:.1f}  ({run['seconds']:.0f} s)", flush=True)
+        finally:
+            await ours.close()
+    best = choose(result["runs"])
+    result["chosen"] = {"setting": best["setting"], "tolerance": TOLERANCE}
+    print_environment(result["environment"])
+    cols = ["locomo_r10", "ku_r1", "abstain_clean", "cat5_clean", "locomo_returned"]
+    print(format_table("== tune split", [{"system": r["setting"], **r} for r in result["runs"]], cols))
+    print(f"\nchosen (rule in benchmarks/_tune.py): {best['setting']}")
+    return result

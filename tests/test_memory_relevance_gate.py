@@ -1,0 +1,171 @@
+"""The relevance gate (``memory/relevance.py``): nothing irrelevant is returned, real matches still are.
+
+Without the gate a search always returns ``top_k`` memories: recency and
+importance add near-constants, so unrelated memories fill the list.  These
+tests run both scoring paths on seekdb (SQL and the numpy mirror) and check
+they agree with the gate on.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pytest
+from google.adk.memory.memory_entry import MemoryEntry
+from google.adk.sessions.session import Session
+from google.genai import types
+
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
+from adk_oceanbase.memory import relevance as rv
+from tests.test_memory_context import FILLER, TRIP, ev
+from tests.test_memory_ranking import APP, QUERIES, USER, _seeded
+
+GATE = dict(relevance_min_similarity=0.35, relevance_min_lexical=0.5, relevance_margin=0.2)
+
+
+# ------------------------------------------------------------------ pure parts
+def test_lexical_terms_are_distinct_and_capped():
+    assert rv.lexical_terms("paint sunset paint 苹果") == ("paint", "sunset", "苹果")
+    assert len(rv.lexical_terms(" ".join(f"w{i}" for i in range(100)))) == rv.MAX_TERMS
+    assert rv.lexical_terms("") == ()
+
+
+def test_lexical_evidence_counts_whole_words_and_cjk_substrings():
+    text = "8 may 2023, caroline: i paint a sunset 我喜欢苹果"
+    assert rv.lexical_evidence(text, ("paint", "sunset")) == 1.0
+    assert rv.lexical_evidence(text, ("paint", "lake")) == 0.5
+    assert rv.lexical_evidence(text, ("pain",)) == 0.0  # a word, not a prefix
+    assert rv.lexical_evidence(text, ("苹果",)) == 1.0  # CJK runs have no spaces: substring
+    assert rv.lexical_evidence(None, ("paint",)) == 0.0
+    assert rv.lexical_evidence(text, ()) == 0.0
+
+
+def test_gate_off_builds_constant_fragments():
+    s, params = MemorySettings(), {}
+    assert not rv.gate_enabled(s)
+    assert rv.eligible_sql(s, params, sem="x", has_vec="h", lex="l") == "1"
+    assert rv.margin_sql(s, params, rel="r", ok="o") == "1"
+    assert params == {}
+    assert rv.relevant_mask(s, np.array([0.1]), np.array([True]), np.array([0.0])).all()
+
+
+def test_masks_follow_the_floors_and_the_margin():
+    s = MemorySettings(relevance_min_similarity=0.4, relevance_min_lexical=0.5, relevance_margin=0.1)
+    sem, has_vec, lex = np.array([0.5, 0.3, 0.3, 0.5]), np.array([True, True, True, False]), np.array([0, 0.5, 0.4, 0])
+    assert rv.relevant_mask(s, sem, has_vec, lex).tolist() == [True, True, False, False]
+    ok = np.array([True, True, False, False])
+    assert rv.boost_mask(s, np.array([1.0, 0.85, 2.0, 0.95]), ok).tolist() == [True, False, True, True]
+
+
+# ------------------------------------------------------------------ on seekdb
+@pytest.fixture
+async def gated(pristine_database):
+    svc = await _seeded(pristine_database)
+    svc.settings = dataclasses.replace(svc.settings, **GATE)
+    np_svc = OceanBaseMemoryService(database=svc.database, embedder=svc.embedder,
+                                    settings=dataclasses.replace(svc.settings, scoring="numpy"))
+    yield svc, np_svc
+    await np_svc.close()
+    await svc.close()
+
+
+async def test_a_query_about_something_never_stored_returns_nothing(gated):
+    for svc in gated:
+        assert await svc.search(APP, USER, "quarterly zeppelin maintenance invoices", top_k=10) == []
+        # the same store without the gate fills the list with whatever is there
+        off = dataclasses.replace(svc.settings, relevance_min_similarity=None, relevance_min_lexical=None)
+        plain = OceanBaseMemoryService(database=svc.database, embedder=svc.embedder, settings=off)
+        try:
+            assert len(await plain.search(APP, USER, "quarterly zeppelin maintenance invoices", top_k=10)) == 10
+        finally:
+            await plain.close()
+
+
+async def test_real_matches_still_return_and_every_hit_has_evidence(gated):
+    sql_svc, _ = gated
+    for query in QUERIES:
+        hits = await sql_svc.search(APP, USER, query, top_k=10)
+        assert hits, query
+        for h in hits:  # these memories have no session neighbours: own evidence only
+            assert h.signals.semantic >= GATE["relevance_min_similarity"] or h.signals.lexical >= 0.5, (query, h)
+
+
+@pytest.mark.parametrize("fill", [None, 0.15])
+async def test_sql_and_numpy_paths_agree_with_the_gate_on(gated, fill):
+    sql_svc, np_svc = gated
+    for svc in gated:
+        svc.settings = dataclasses.replace(svc.settings, relevance_fill_margin=fill)
+    compared = 0
+    for query in QUERIES + ["zeppelin apple", "hotel"]:
+        a = await sql_svc.search(APP, USER, query, top_k=15)
+        b = await np_svc.search(APP, USER, query, top_k=15)
+        assert [h.memory_id for h in a] == [h.memory_id for h in b], query
+        for x, y in zip(a, b):
+            for f in ("semantic", "fulltext", "lexical", "context", "version", "score"):
+                assert getattr(x.signals, f) == pytest.approx(getattr(y.signals, f), abs=1e-4), (query, f)
+        compared += len(a)
+    assert compared > 30
+
+
+@pytest.mark.parametrize("scoring", ["sql", "numpy"])
+async def test_recency_cannot_lift_a_weak_match_over_a_strong_one_within_the_margin(database, scoring):
+    now = datetime.now(timezone.utc)
+    old = MemoryEntry(id="strong", author="user", timestamp=(now - timedelta(days=900)).isoformat(),
+                      content=types.Content(parts=[types.Part.from_text(text="my sister works as a nurse in kyoto")]))
+    new = MemoryEntry(id="weak", author="user", timestamp=now.isoformat(),
+                      content=types.Content(parts=[types.Part.from_text(text="kyoto trains were late again today")]))
+    weights = ScoreWeights(semantic=0.5, fulltext=0.5, recency=1.0, frequency=0.0, importance=0.0, context=0.0)
+    base = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
+                          recency_half_life_s=30 * 86400.0, relevance_min_similarity=0.9,
+                          relevance_min_lexical=0.3)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=base)
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER, memories=[old, new])
+        await svc.flush()
+        query = "is my sister a nurse in kyoto"  # terms: sister nurse kyoto; the weak one has 1/3
+        assert [h.memory_id for h in await svc.search(APP, USER, query)][0] == "weak"  # recency outweighs
+        svc.settings = dataclasses.replace(base, relevance_margin=0.1)
+        hits = await svc.search(APP, USER, query)
+        assert [h.memory_id for h in hits] == ["strong", "weak"]  # the weak match lost its boost, not its place
+        assert hits[1].score < hits[0].score
+    finally:
+        await svc.close()
+
+
+@pytest.mark.parametrize("scoring", ["sql", "numpy"])
+async def test_a_turn_next_to_an_eligible_turn_is_eligible_when_neighbours_count(database, scoring):
+    weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
+    s = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
+                       context_window=1, relevance_min_similarity=0.5, relevance_min_lexical=0.99)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=s)
+    t0 = time.time() - 3600
+    try:
+        await svc.add_session_to_memory(Session(id="trip", app_name=APP, user_id=USER,
+                                                events=[ev(a, t, t0 + i) for i, (a, t) in enumerate(TRIP)]))
+        await svc.add_session_to_memory(Session(id="other", app_name=APP, user_id=USER,
+                                                events=[ev(a, t, t0 + 10 + i) for i, (a, t) in enumerate(FILLER)]))
+        await svc.flush()
+        query = "where did you go on vacation last summer"
+        with_nb = [h.entry.content.parts[0].text for h in await svc.search(APP, USER, query)]
+        assert TRIP[0][1] in with_nb and TRIP[1][1] in with_nb  # the question, and the answer next to it
+        assert TRIP[3][1] not in with_nb  # two turns away: outside the window
+        svc.settings = dataclasses.replace(s, relevance_gate_neighbours=False)
+        own = [h.entry.content.parts[0].text for h in await svc.search(APP, USER, query)]
+        assert TRIP[0][1] in own and TRIP[1][1] not in own
+    finally:
+        await svc.close()
+
+
+async def test_the_fill_margin_brings_near_matches_along_but_never_answers_the_unanswerable(gated):
+    query = "apple pie in paris"  # terms appl, pie, pari: memories with apple and paris have 2/3
+    for svc in gated:
+        svc.settings = dataclasses.replace(svc.settings, relevance_min_similarity=0.9, relevance_min_lexical=0.6)
+        strict = await svc.search(APP, USER, query, top_k=50)
+        assert strict and all(h.signals.lexical >= 0.6 for h in strict)
+        svc.settings = dataclasses.replace(svc.settings, relevance_fill_margin=2.0)  # every candidate
+        filled = await svc.search(APP, USER, query, top_k=50)
+        assert {h.memory_id for h in strict} < {h.memory_id for h in filled}
+        assert await svc.search(APP, USER, "quarterly zeppelin maintenance invoices", top_k=10) == []
