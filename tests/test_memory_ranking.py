@@ -120,8 +120,23 @@ async def explain(database, settings: MemorySettings) -> str:
         now=datetime(2024, 6, 1), top_k=10, weights=settings.weights, settings=settings,
     )
     async with database.engine.connect() as conn:
+        await conn.execute(*sq.bind_query_vector(vec))
         rows = (await conn.execute(text("EXPLAIN " + stmt.text), params)).all()
     return "\n".join(r[0] for r in rows)
+
+
+def test_the_statement_text_is_the_same_for_every_query_vector():
+    """The vector comes from a session variable: one statement text, so seekdb plans it once, not per query."""
+    texts = set()
+    for word in ("apple", "paris"):
+        vec = "[" + ",".join(f"{x:.8g}" for x in HashEmbedder().embed([word])[0]) + "]"
+        stmt, params = sq.hybrid_search(
+            app_name=APP, user_id=USER, query_vector=vec, query_text="appl pie", embedding_model="hash-v1-384",
+            now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights, settings=MemorySettings(),
+        )
+        texts.add(stmt.text)
+        assert vec not in stmt.text and vec not in params.values()
+    assert len(texts) == 1
 
 
 async def test_explain_uses_vector_index_for_ann_candidates(seeded, database):

@@ -94,6 +94,7 @@ async def test_the_exact_statement_scans_the_users_key_range(database):
             settings=MemorySettings(), approximate=approximate,
         )
         async with database.engine.connect() as conn:
+            await conn.execute(*sq.bind_query_vector(vec))
             plans[approximate] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
     assert "VECTOR INDEX" in plans[True], plans[True]
     assert "VECTOR INDEX" not in plans[False] and "TABLE RANGE SCAN" in plans[False], plans[False]

@@ -680,13 +680,15 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, terms, profile) -> list[MemoryHit]:
         dialect, s = self._db.dialect, self.settings
         approximate = self._approximate(profile)
-        if approximate and qvec is not None:
+        encoded = None if qvec is None else dialect.encode_vector(qvec)
+        if encoded is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
-            stmt, params = q.set_ef_search(max(s.ef_search or 64, s.candidate_pool))
+            ef = max(s.ef_search or 64, s.candidate_pool) if approximate else None
+            stmt, params = sq.bind_query_vector(encoded, ef)
             await conn.execute(stmt, params)
         stmt, params = sq.hybrid_search(
-            app_name=app, user_id=user, query_vector=None if qvec is None else dialect.encode_vector(qvec),
+            app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
             settings=s, filters=flt, min_score=ms, approximate=approximate, lexical_terms=terms,
         )
