@@ -22,7 +22,7 @@ from benchmarks._baselines import DenseSystem
 from benchmarks._common import environment, print_environment, seekdb_or_url
 from benchmarks._embed_cache import CachedEmbedder
 from benchmarks._metrics import aggregate, query_metrics
-from benchmarks._ours import OursSystem
+from benchmarks._ours import OursSystem, load_locomo_and_ku
 from benchmarks._report import format_table
 
 GRID = {
@@ -88,14 +88,7 @@ async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
         url = server.url("bench_grid", scheme="oceanbase") if server else args.url
         ours = OursSystem(url, embedder)
         try:
-            ours.set_clock({**loco.now, **ku.now})
-            for ds in (loco, ku):
-                for scope, docs in ds.docs.items():
-                    await ours.index(scope, docs)
-            await ours.ready()
-            for scope, history in ku.warmups.items():
-                for question, vec in history:
-                    await ours.recall(scope, question, vec)
+            await load_locomo_and_ku(ours, loco, ku)
             base = ours._svc.settings
             for combo in combos():
                 ours._svc.settings = dataclasses.replace(

@@ -52,6 +52,7 @@ from sqlalchemy import text
 
 from benchmarks._common import environment, print_environment, seekdb_or_url
 from benchmarks._metrics import query_metrics, summarise_latencies
+from benchmarks._scale import _explain
 
 logger = logging.getLogger(__name__)
 
@@ -120,16 +121,6 @@ async def _load_filler(db_engine: Any, app: str, pool: list[tuple[str, np.ndarra
                 await flush()
     await flush()
     return u, time.perf_counter() - start
-
-
-async def _explain(conn: Any, sql: str, params: dict[str, Any]) -> list[str]:
-    rows = (await conn.execute(text("EXPLAIN " + sql), params)).fetchall()
-    ops = []
-    for (line,) in rows:
-        parts = line.split("|")
-        if len(parts) > 3 and parts[1].strip().isdigit():
-            ops.append(f"{parts[2].strip()} {parts[3].strip()}".strip())
-    return ops
 
 
 async def _vector_half(db: Any, app: str, model: str, queries: list[Any], pool: int) -> dict[str, Any]:

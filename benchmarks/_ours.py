@@ -191,3 +191,15 @@ def _doc_ids(hit: Any) -> list[str]:
     """Dialogue ids behind a hit: its event ids (turn memories), else its memory id."""
     events = hit.entry.custom_metadata.get("event_ids") or []
     return list(events) if events else [hit.memory_id]
+
+
+async def load_locomo_and_ku(ours: "OursSystem", loco: Any, ku: Any) -> None:
+    """Indexes both datasets into ``ours`` on one clock and replays the knowledge-update recall history."""
+    ours.set_clock({**loco.now, **ku.now})
+    for ds in (loco, ku):
+        for scope, docs in ds.docs.items():
+            await ours.index(scope, docs)
+    await ours.ready()
+    for scope, history in ku.warmups.items():
+        for question, vec in history:
+            await ours.recall(scope, question, vec)

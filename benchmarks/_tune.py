@@ -21,7 +21,7 @@ from typing import Any
 from benchmarks._common import environment, print_environment, seekdb_or_url
 from benchmarks._embed_cache import CachedEmbedder
 from benchmarks._metrics import aggregate
-from benchmarks._ours import OursSystem, settings_from_overrides
+from benchmarks._ours import OursSystem, load_locomo_and_ku, settings_from_overrides
 from benchmarks._report import format_table
 from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
 
@@ -77,14 +77,7 @@ async def run_tune_grid(args: argparse.Namespace) -> dict[str, Any]:
         url = server.url("bench_tune", scheme="oceanbase") if server else args.url
         ours = OursSystem(url, embedder)
         try:
-            ours.set_clock({**loco.now, **ku.now})
-            for ds in (loco, ku):
-                for scope, docs in ds.docs.items():
-                    await ours.index(scope, docs)
-            await ours.ready()
-            for scope, history in ku.warmups.items():
-                for question, vec in history:
-                    await ours.recall(scope, question, vec)
+            await load_locomo_and_ku(ours, loco, ku)
             base = dataclasses.replace(ours._svc.settings)
             for spec in grid:
                 from benchmarks.retrieval import _parse_overrides

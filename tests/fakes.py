@@ -4,10 +4,22 @@ from __future__ import annotations
 
 from typing import AsyncGenerator, Callable
 
+from google.adk.events.event import Event
+from google.adk.events.event_actions import EventActions
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
+
+
+def user_event(text_: str, **delta) -> Event:
+    """A user text event with a ``state_delta`` (the session tests' unit of work)."""
+    return Event(
+        author="user",
+        invocation_id="inv",
+        content=types.Content(role="user", parts=[types.Part(text=text_)]),
+        actions=EventActions(state_delta=delta),
+    )
 
 
 def last_user_text(request: LlmRequest) -> str:

@@ -14,23 +14,15 @@ import random
 import pytest
 from google.adk.errors import StaleSessionError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.events.event import Event
-from google.adk.events.event_actions import EventActions
-from google.genai import types
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from adk_oceanbase import Config, OceanBaseSessionService
 from adk_oceanbase.rawtx import _connection_suspect
+from .fakes import user_event
 
 
-def ev(text_: str, **delta) -> Event:
-    return Event(
-        author="user",
-        invocation_id="inv",
-        content=types.Content(role="user", parts=[types.Part(text=text_)]),
-        actions=EventActions(state_delta=delta),
-    )
+ev = user_event
 
 
 async def _counts(svc: OceanBaseSessionService, sid: str) -> tuple[int, int, int]:

@@ -11,13 +11,11 @@ from __future__ import annotations
 import pytest
 from google.adk.errors import StaleSessionError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
-from google.adk.events.event import Event
-from google.adk.events.event_actions import EventActions
-from google.genai import types
 from sqlalchemy import text
 
 from adk_oceanbase import AuditSettings, OceanBaseSessionService
 from adk_oceanbase.engine import Database
+from .fakes import user_event
 
 
 @pytest.fixture(params=["seekdb", "mariadb"])
@@ -25,13 +23,7 @@ def db(request) -> Database:
     return request.getfixturevalue("database" if request.param == "seekdb" else "mariadb_database")
 
 
-def ev(text_: str, **delta) -> Event:
-    return Event(
-        author="user",
-        invocation_id="inv",
-        content=types.Content(role="user", parts=[types.Part(text=text_)]),
-        actions=EventActions(state_delta=delta),
-    )
+ev = user_event
 
 
 async def _rows(db: Database, sql: str, **params) -> list:
