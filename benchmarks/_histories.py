@@ -164,6 +164,9 @@ async def _service_phase(url: str, embedder: Any, app: str, queries: list[Any], 
         "ann": (MemorySettings(bump_access=False, vector_search="ann"), None),
         "shipped_no_fulltext": (MemorySettings(bump_access=False), {"fulltext": 0.0}),
         "ann_no_fulltext": (MemorySettings(bump_access=False, vector_search="ann"), {"fulltext": 0.0}),
+        # issue #13: semantic + full-text only (recency, frequency, importance, context, version off)
+        "relevance_only": (MemorySettings(bump_access=False),
+                           {"recency": 0.0, "frequency": 0.0, "importance": 0.0, "context": 0.0, "version": 0.0}),
     }
     svcs = {m: OceanBaseMemoryService(config=Config.from_url(url), embedder=embedder, settings=s)
             for m, (s, _) in modes.items()}
@@ -219,7 +222,9 @@ def _print_phase(name: str, rows: int, res: dict[str, Any]) -> None:
     for m in ("shipped", "ann"):
         print(f"service: recall@10 {m} vs exact {sv[f'recall@10_{m}_vs_exact']:.3f} "
               f"({sv[f'queries_below_0.9_of_exact_{m}']} queries below 0.9)")
-    for m in ("shipped", "exact", "ann", "shipped_no_fulltext", "ann_no_fulltext"):
+    for m in ("shipped", "exact", "ann", "shipped_no_fulltext", "ann_no_fulltext", "relevance_only"):
+        if f"latency_{m}" not in sv:
+            continue
         lat = sv[f"latency_{m}"]
         print(f"  {m:<22} LoCoMo R@10 {sv[f'locomo_r10_{m}']:.3f}   p50 {lat['p50_ms']:6.1f} ms  p95 {lat['p95_ms']:6.1f} ms")
     if "same_top10_as_first_phase" in sv:
