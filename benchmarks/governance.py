@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's adk_oceanbase, as in sessions.py
 
 from _common import (  # noqa: E402  (script-style import of the sibling module)
     ensure_database,

@@ -39,6 +39,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's adk_oceanbase, as in sessions.py
 from _common import REPO_ROOT, ensure_database, environment, print_environment, seekdb_or_url, summarize, write_json  # noqa: E402
 
 MODES = ("baseline", "off", "on")
