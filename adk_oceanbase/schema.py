@@ -228,6 +228,8 @@ memory_terms = Table(
     Column("term", String(64, **_KEY), nullable=False),
     Column("memory_id", String(64, **_KEY), nullable=False),
     Column("tf", Integer, nullable=False),  # occurrences of the term in search_text
+    # the memory's term_count, so a big user's BM25 is summed from the postings alone (migration 0013)
+    Column("doc_len", Integer, nullable=False, server_default="0"),
     PrimaryKeyConstraint("app_name", "user_id", "term", "memory_id", name="pk_memory_terms"),
     # a memory's postings, for rewriting and deleting them
     Index("ix_memory_terms_memory", "app_name", "user_id", "memory_id"),

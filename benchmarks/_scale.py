@@ -14,7 +14,9 @@ would take N/110 s on this CPU and is not what is measured).  Queries are
 perturbed copies of stored vectors; the truth is numpy's exact top-10 over the
 querying user's rows.
 
-After the load the HNSW index is rebuilt (``DBMS_VECTOR.REBUILD_INDEX``):
+After the load the HNSW index is rebuilt (``DBMS_VECTOR.REBUILD_INDEX``) and
+the data compacted (``ALTER SYSTEM MAJOR FREEZE``, waited for: ``_compact``).
+The index:
 an index grown row by row answers ~30x slower (measured 15-60 ms vs 0.8 ms
 unfiltered top-10 at 100k) until the server's own refresh/rebuild runs, so
 both are reported (``ann_unfiltered_incremental`` vs ``..._rebuilt``).
@@ -28,8 +30,12 @@ makes the filtered ANN scan iterate: 88 ms vs 12 ms at pool 200):
 * ``vec_*``: the vector half alone, as the service's ANN candidate CTE runs
   it (tenant + liveness filter); ``LIMIT 10`` and ``LIMIT pool``; recall@10
   of the first ten rows against exact; the plan's operators are kept.
-* ``ft_*``: the full-text half alone: ``ft_bm25``, the per-user BM25 over
-  ``memory_terms`` the service runs (revision 0012), and ``ft_match_filtered``,
+* ``ft_*``: the full-text half alone: the per-user BM25 over ``memory_terms``
+  the service runs (revision 0012) in its two forms, ``ft_bm25_rows_first``
+  (every matching posting joined to its row) and ``ft_bm25_postings_first``
+  (scored from the postings, the best ``pool x fulltext_overfetch`` checked;
+  what the service uses for big users, revision 0013), with the share of
+  queries whose candidate lists are identical; and ``ft_match_filtered``,
   the ``MATCH ... AGAINST`` on the ik FULLTEXT index it replaced (table-wide
   statistics; the index is still there for analysts), filtered to the user.
 * ``service_*``: ``OceanBaseMemoryService.search`` end to end (hybrid SQL),
@@ -78,13 +84,13 @@ FT_FILTERED_SQL = (
 )
 
 
-def bm25_sql(query: str, pool: int) -> tuple[str, dict[str, Any]]:
+def bm25_sql(query: str, pool: int, overfetch: int | None = None) -> tuple[str, dict[str, Any]]:
     """The service's full-text candidate list (``postings.bm25_ctes``) for one query, alone."""
     from adk_oceanbase.memory.lexical import query_terms
     from adk_oceanbase.memory.postings import bm25_ctes
 
     params: dict[str, Any] = {}
-    ctes = bm25_ctes(query_terms(query.split()), _FT_WHERE, params, pool)
+    ctes = bm25_ctes(query_terms(query.split()), _FT_WHERE, params, pool, overfetch=overfetch)
     return f"WITH {', '.join(ctes)} SELECT memory_id, fts FROM ft", params
 
 
@@ -148,12 +154,12 @@ async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, seed: int, batch:
                      hashlib.sha256(content.encode()).hexdigest(), created, created, _vec_text(vecs[i]), MODEL,
                      sum(terms.values())]
             for term, tf in terms.items():
-                posts += [APP, _user_of(i, layout, n), term, f"m{i:08d}", tf]
+                posts += [APP, _user_of(i, layout, n), term, f"m{i:08d}", tf, sum(terms.values())]
         async with db.engine.begin() as conn:
             await conn.exec_driver_sql(f"INSERT INTO agent_memories ({cols}) VALUES " + ",".join([row] * (hi - lo)),
                                        tuple(args))
-            await conn.exec_driver_sql("INSERT INTO memory_terms (app_name, user_id, term, memory_id, tf) VALUES "
-                                       + ",".join(["(%s,%s,%s,%s,%s)"] * (len(posts) // 5)), tuple(posts))
+            await conn.exec_driver_sql("INSERT INTO memory_terms (app_name, user_id, term, memory_id, tf, doc_len) VALUES "
+                                       + ",".join(["(%s,%s,%s,%s,%s,%s)"] * (len(posts) // 6)), tuple(posts))
         if (lo // batch) % 40 == 0:
             logger.info("%s: inserted %d/%d", layout, hi, n)
     return time.perf_counter() - start
@@ -182,6 +188,22 @@ async def _rebuild_index(conn: Any, res: dict[str, Any]) -> None:
     start = time.perf_counter()
     await conn.execute(text("CALL DBMS_VECTOR.REBUILD_INDEX('ix_memories_embedding', 'agent_memories', 'embedding', 0)"))
     res["rebuild_seconds"] = time.perf_counter() - start
+
+
+async def _compact(conn: Any, res: dict[str, Any], timeout_s: float = 900.0) -> None:
+    """A major compaction, waited for: the measured rows are read from SSTables, as in a database that has run
+    a while, not from the memtable the bulk load left them in (range scans there were ~3x slower: the
+    postings-only BM25 of 100k rows took 21 ms before, 6 ms after)."""
+    start = time.perf_counter()
+    before = (await conn.execute(text("SELECT LAST_FINISH_TIME FROM oceanbase.DBA_OB_MAJOR_COMPACTION"))).scalar()
+    await conn.execute(text("ALTER SYSTEM MAJOR FREEZE"))
+    while time.perf_counter() - start < timeout_s:
+        time.sleep(2)
+        status, finished = (await conn.execute(text(
+            "SELECT STATUS, LAST_FINISH_TIME FROM oceanbase.DBA_OB_MAJOR_COMPACTION"))).one()
+        if status == "IDLE" and finished != before:
+            break
+    res["compaction_seconds"] = time.perf_counter() - start
 
 
 def _recall(found: list[list[str]], truth: list[list[str]]) -> float:
@@ -251,6 +273,7 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
     from adk_oceanbase.config import Config
     from adk_oceanbase.engine import Database
     from adk_oceanbase.memory import search_sql as msq
+    from adk_oceanbase.memory.settings import MemorySettings
     from adk_oceanbase.migrations import upgrade
 
     n, nq = args.scale, args.scale_queries
@@ -290,6 +313,7 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
                 _, lat = await _timed(conn, UNFILTERED_ANN_SQL, base[:20], 64)
                 res["ann_unfiltered_incremental"] = summarise_latencies(lat)
                 await _rebuild_index(conn, res)
+            await _compact(conn, res)
             _, lat = await _timed(conn, UNFILTERED_ANN_SQL, base[:20], 64)
             res["ann_unfiltered_rebuilt"] = summarise_latencies(lat)
 
@@ -310,19 +334,26 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
             res["ft_match_filtered"] = {"latency": summarise_latencies(lat),
                                         "plan": await _explain(conn, FT_FILTERED_SQL, ftp[0]),
                                         "mean_hits": float(np.mean([len(f) for f in match_ft]))}
-            bm25_ids, lat = [], []
+            # the two forms of the per-user BM25 list (postings.bm25_ctes), query by query in turns
+            forms = {"ft_bm25_rows_first": None, "ft_bm25_postings_first": MemorySettings().fulltext_overfetch}
+            bm25_ids: dict[str, list[list[Any]]] = {k: [] for k in forms}
+            bm25_lat: dict[str, list[float]] = {k: [] for k in forms}
             for j, (u, t) in enumerate(zip(users, ftq)):
-                sql, params = bm25_sql(t, pool)
-                params.update(app=APP, user=u)
-                start = time.perf_counter()
-                rows = (await conn.execute(text(sql), params)).fetchall()
-                if j >= 3:
-                    lat.append(time.perf_counter() - start)
-                bm25_ids.append([r[0] for r in rows])
-            sql, params = bm25_sql(ftq[0], pool)
-            res["ft_bm25"] = {"latency": summarise_latencies(lat),
+                for label, over in forms.items():
+                    sql, params = bm25_sql(t, pool, over)
+                    params.update(app=APP, user=u)
+                    start = time.perf_counter()
+                    rows = (await conn.execute(text(sql), params)).fetchall()
+                    if j >= 3:
+                        bm25_lat[label].append(time.perf_counter() - start)
+                    bm25_ids[label].append([(r[0], round(float(r[1]), 9)) for r in rows])
+            for label, over in forms.items():
+                sql, params = bm25_sql(ftq[0], pool, over)
+                res[label] = {"latency": summarise_latencies(bm25_lat[label]),
                               "plan": await _explain(conn, sql, dict(params, app=APP, user=users[0])),
-                              "mean_hits": float(np.mean([len(f) for f in bm25_ids]))}
+                              "mean_hits": float(np.mean([len(f) for f in bm25_ids[label]]))}
+            res["ft_bm25_postings_first"]["same_list_as_rows_first"] = float(np.mean(
+                [a == b for a, b in zip(bm25_ids["ft_bm25_rows_first"], bm25_ids["ft_bm25_postings_first"])]))
     finally:
         await db.close()
 
@@ -336,8 +367,10 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
                    [(f"service_{tag}_ann_ef_default", {"vector_search": "ann"}, weights)],
                    [(f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, weights)]]
     ann = {"vector_search": "ann", "ef_search": ef_pool}
-    # What the version signal costs (facts compared pairwise), interleaved with the defaults.
+    # What the version signal costs (facts compared pairwise), and the row-first full-text list
+    # (fulltext_overfetch=None), interleaved with the defaults.
     groups[-1].append((f"service_hybrid_ann_ef{ef_pool}_version_off", ann, {"version": 0.0}))
+    groups[-1].append((f"service_hybrid_ann_ef{ef_pool}_ft_rows_first", dict(ann, fulltext_overfetch=None), None))
     if ns:
         res["service"] = await _service_runs(url, embedder, qtexts[:ns], users[:ns], groups)
     return res
@@ -345,7 +378,8 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
 
 def _print_layout(res: dict[str, Any]) -> None:
     load = ("reused loaded database" if res.get("reused_database") else
-            f"insert {res['insert_seconds']:.0f} s, index rebuild {res['rebuild_seconds']:.0f} s")
+            f"insert {res['insert_seconds']:.0f} s, index rebuild {res['rebuild_seconds']:.0f} s") + (
+        f", compaction {res['compaction_seconds']:.0f} s" if "compaction_seconds" in res else "")
     print(f"\n== layout {res['layout']}: {res['users']} user(s), {res['rows_per_user']} rows each ({load})")
     for key in ("ann_unfiltered_incremental", "ann_unfiltered_rebuilt"):
         if key not in res:
@@ -357,7 +391,8 @@ def _print_layout(res: dict[str, Any]) -> None:
             lat = val["latency"]
             extra = f"recall@10 {val['recall@10']:.3f}" if "recall@10" in val else (
                 f"recall_of_filtered {val['recall_of_filtered']:.3f}" if val.get("recall_of_filtered") is not None
-                else f"hits {val.get('mean_hits', 0):.0f}")
+                else f"hits {val.get('mean_hits', 0):.0f}" + (
+                    f", same list {val['same_list_as_rows_first']:.2f}" if "same_list_as_rows_first" in val else ""))
             print(f"{key:<30} p50 {lat['p50_ms']:7.2f} ms  p95 {lat['p95_ms']:7.2f} ms  {extra:<24} "
                   f"plan: {' / '.join(val['plan'])}")
     for key, val in res.get("service", {}).items():

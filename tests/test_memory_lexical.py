@@ -53,14 +53,16 @@ async def svc(db):
 
 
 async def postings_match_rows(db) -> None:
-    """Every live memory's postings are exactly ``doc_terms(search_text)``; nothing else is indexed."""
+    """Every live memory's postings are exactly ``doc_terms(search_text)`` and carry its length; nothing else is indexed."""
     async with db.engine.connect() as conn:
         rows = (await conn.execute(text(
             "SELECT app_name, user_id, memory_id, search_text, term_count FROM agent_memories"))).all()
         stored: dict[tuple[str, str, str], Counter] = {}
-        for app, user, term, mid, tf in (await conn.execute(text(
-                "SELECT app_name, user_id, term, memory_id, tf FROM memory_terms"))).all():
+        lengths: dict[tuple[str, str, str], set[int]] = {}
+        for app, user, term, mid, tf, doc_len in (await conn.execute(text(
+                "SELECT app_name, user_id, term, memory_id, tf, doc_len FROM memory_terms"))).all():
             stored.setdefault((app, user, mid), Counter())[term] = tf
+            lengths.setdefault((app, user, mid), set()).add(doc_len)
     expected = {}
     for app, user, mid, body, count in rows:
         terms = doc_terms(body)
@@ -68,6 +70,7 @@ async def postings_match_rows(db) -> None:
         if terms:
             expected[(app, user, mid)] = terms
     assert stored == expected
+    assert lengths == {key: {sum(terms.values())} for key, terms in expected.items()}
 
 
 def test_terms_split_cjk_runs_into_bigrams_and_keep_words_whole():

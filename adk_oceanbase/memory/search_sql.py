@@ -135,6 +135,7 @@ def hybrid_search(
     min_score: float | None = None,
     approximate: bool | None = None,
     lexical_terms: Sequence[str] = (),
+    fulltext_overfetch: int | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -147,7 +148,9 @@ def hybrid_search(
     the dialect-encoded query embedding, which the statement reads from the
     session variable :data:`QV`: run :func:`bind_query_vector` with it first,
     on the same connection.  ``None`` runs the full-text half
-    alone (e.g. the embedder is down).
+    alone (e.g. the embedder is down).  ``fulltext_overfetch`` picks the
+    postings-first full-text candidates (``postings.bm25_ctes``; the service
+    passes it for big users without filters).
     """
     params: dict[str, Any] = {
         "app": app_name,
@@ -190,7 +193,7 @@ def hybrid_search(
     terms = query_terms(query_text.split())
     if terms:
         where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
-        ctes.extend(bm25_ctes(terms, where, params, settings.candidate_pool))
+        ctes.extend(bm25_ctes(terms, where, params, settings.candidate_pool, overfetch=fulltext_overfetch))
         branches.append("SELECT memory_id FROM ft")
         ft_join, in_ft = "LEFT JOIN ft ON ft.memory_id = c.memory_id", "(ft.memory_id IS NOT NULL)"
         fts, cov = "COALESCE(ft.fts, 0)", "COALESCE(ft.cov, 0)"
@@ -416,6 +419,7 @@ def numpy_prefilter(
     query_text: str,
     settings: MemorySettings,
     filters: SearchFilters | None = None,
+    fulltext_overfetch: int | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """MySQL path: the user's newest rows plus their best BM25 matches, scored later in numpy.
 
@@ -436,7 +440,7 @@ def numpy_prefilter(
               f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
         return text(sql), params
     ft_where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
-    ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool)
+    ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool, overfetch=fulltext_overfetch)
     sql = (
         f"WITH {', '.join(ctes)} SELECT {cols}, m.embedding, m.embedding_model, COALESCE(ft.fts, 0) AS fts, "
         f"COALESCE(ft.cov, 0) AS ft_cov, m.search_text FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "

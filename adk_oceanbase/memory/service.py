@@ -611,7 +611,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         async def rank(conn: AsyncConnection) -> list[MemoryHit]:
             if use_sql:
                 return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, terms, profile)
-            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, terms)
+            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, terms, profile)
 
         hits = await self._read(rank)
         if hits and (s.bump_access if bump_access is None else bump_access):
@@ -632,7 +632,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         clock = time.monotonic()
         if hit is not None and clock - hit.at < self.settings.author_cache_s:
             return hit
-        cap = self.settings.exact_scan_rows
+        cap = max(self.settings.exact_scan_rows, self.settings.fulltext_overfetch_rows)
 
         async def load(conn: AsyncConnection) -> tuple[list[str], int]:
             stmt, params = sq.user_authors(app, user)
@@ -672,6 +672,14 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             logger.warning("query embedding failed; searching full-text only", exc_info=True)
             return None
 
+    def _overfetch(self, profile: _UserProfile, flt: SearchFilters | None) -> int | None:
+        """The postings-first full-text form's factor for big users without caller filters, else None."""
+        s = self.settings
+        filtered = flt is not None and any(v for v in dataclasses.astuple(flt))
+        if s.fulltext_overfetch is None or filtered or profile.rows < s.fulltext_overfetch_rows:
+            return None
+        return s.fulltext_overfetch
+
     def _approximate(self, profile: _UserProfile) -> bool:
         """Whether the vector candidates come from the HNSW index (else: exact scan of the user's rows)."""
         mode = self.settings.vector_search
@@ -691,6 +699,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
             settings=s, filters=flt, min_score=ms, approximate=approximate, lexical_terms=terms,
+            fulltext_overfetch=self._overfetch(profile, flt),
         )
         rows = await _read_retrying_internal_error(conn, stmt, params)
         return [
@@ -699,8 +708,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             for r in rows
         ]
 
-    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, terms) -> list[MemoryHit]:
-        stmt, params = sq.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings, filters=flt)
+    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, terms, profile) -> list[MemoryHit]:
+        stmt, params = sq.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings,
+                                          filters=flt, fulltext_overfetch=self._overfetch(profile, flt))
         rows = (await conn.execute(stmt, params)).all()
         ranked = await asyncio.to_thread(
             rank_rows, rows, query_vector=qvec, embedding_model=self._embedder.model_name,
@@ -742,7 +752,7 @@ class _UserProfile:
     at: float
     author_terms: frozenset[str]
     rows: int
-    """The user's memory rows, counted up to ``exact_scan_rows``."""
+    """The user's memory rows, counted up to ``exact_scan_rows`` (or ``fulltext_overfetch_rows``, the larger)."""
 
 
 _OB_INTERNAL_ERROR = 4016

@@ -27,6 +27,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ..errors import ConfigurationError
+
 __all__ = ["MemorySettings", "ScoreWeights"]
 
 
@@ -238,6 +240,22 @@ class MemorySettings:
     """``vector_search="auto"``: users with fewer memories than this are scanned exactly.  Counted with
     a capped COUNT, cached with the author names (``author_cache_s``)."""
 
+    fulltext_overfetch: int | None = 2
+    """Big users' full-text candidates are scored from the postings alone (``memory.postings``, the
+    postings-first form): the best ``candidate_pool x fulltext_overfetch`` matches are cut before their
+    rows are checked for liveness; ``None`` always checks every matching row first.
+
+    Why: the row check cost one lookup per matching posting, 75-120 ms for one user holding 100k
+    memories (query terms in 12% of them each), against 15-18 ms postings-first, with identical
+    candidates on that data (``benchmarks/_scale.py``).  What it gives up: when more than half of the
+    over-fetched matches are out of scope (superseded, tainted, doubtful), fewer than
+    ``candidate_pool`` full-text candidates remain; scores never change.  Searches with caller
+    filters (``SearchFilters``) always check rows first, since a filter can exclude any share."""
+
+    fulltext_overfetch_rows: int = 5_000
+    """Users with at least this many memories get the postings-first form (``fulltext_overfetch``);
+    smaller users' row checks cost little.  Counted with ``exact_scan_rows``'s capped count."""
+
     ef_search: int | None = None
     """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least ``candidate_pool``
     (an ef below the candidate LIMIT made the filtered HNSW scan repeat itself: 88 ms vs 12 ms at 100k)."""
@@ -359,6 +377,16 @@ class MemorySettings:
     """How long a search waits for an embedding model that is still loading (MiniLM: 8-15 s on a
     small CPU, started in the background on first use); past it the search runs without the
     semantic signal (full-text, recency, ... only) and logs a warning."""
+
+    def __post_init__(self) -> None:
+        if self.fulltext_overfetch is not None and (
+            isinstance(self.fulltext_overfetch, bool) or not isinstance(self.fulltext_overfetch, int)
+            or self.fulltext_overfetch < 1
+        ):
+            raise ConfigurationError(f"fulltext_overfetch must be None or an integer >= 1, got {self.fulltext_overfetch!r}")
+        if isinstance(self.fulltext_overfetch_rows, bool) or not isinstance(self.fulltext_overfetch_rows, int) \
+                or self.fulltext_overfetch_rows < 0:
+            raise ConfigurationError(f"fulltext_overfetch_rows must be an integer >= 0, got {self.fulltext_overfetch_rows!r}")
 
     @property
     def frequency_norm(self) -> float:

@@ -118,6 +118,7 @@ CREATE TABLE memory_terms (                               -- per-user lexical in
   term VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,           -- a stemmed word, or a CJK/kana/Hangul character bigram
   memory_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
   tf INTEGER NOT NULL,                                     -- occurrences of the term in the memory's search_text
+  doc_len INTEGER NOT NULL DEFAULT 0,                       -- the memory's term_count (BM25 length, read without its row)
   CONSTRAINT pk_memory_terms PRIMARY KEY (app_name, user_id, term, memory_id),
   INDEX ix_memory_terms_memory (app_name, user_id, memory_id)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

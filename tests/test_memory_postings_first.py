@@ -1,0 +1,130 @@
+"""The postings-first full-text candidates (big users): the same candidates and scores as the row-first form.
+
+Every test runs on seekdb and on MariaDB.  ``fulltext_overfetch_rows=0`` makes
+every user "big", so small fixtures exercise the form the service uses for
+users holding thousands of memories.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import datetime, timedelta, timezone
+
+import pytest
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+from sqlalchemy import text
+
+from adk_oceanbase.errors import ConfigurationError
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
+from adk_oceanbase.memory.postings import bm25_ctes
+
+APP, USER = "app", "u1"
+WORDS = "apple banana hiking paris kyoto dog piano coffee tea sister nurse flight museum garden violin".split()
+QUERIES = ["apple pie in paris", "my sister is a nurse", "coffee and tea", "violin piano garden", "kyoto museum"]
+START = datetime(2025, 1, 1, tzinfo=timezone.utc)
+FT_ONLY = ScoreWeights(semantic=0.0, fulltext=1.0, recency=0.0, frequency=0.0, importance=0.0, context=0.0, version=0.0)
+BASE = dict(bump_access=False, vector_search="exact", retry_base_s=0.01, batch_wait_s=0.0, fulltext_overfetch_rows=0)
+
+
+def entries(n: int, seed: int) -> list[MemoryEntry]:
+    rng = random.Random(seed)
+    return [
+        MemoryEntry(
+            id=f"m{i:03d}", author="user", timestamp=(START + timedelta(hours=3 * i)).isoformat(),
+            content=types.Content(parts=[types.Part.from_text(text=" ".join(rng.choice(WORDS) for _ in range(5)))]),
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture(params=["seekdb", "mariadb"])
+def db(request):
+    return request.getfixturevalue("database" if request.param == "seekdb" else "mariadb_database")
+
+
+async def services(db, **kw):
+    row_first = OceanBaseMemoryService(database=db, embedder=HashEmbedder(),
+                                       settings=MemorySettings(**BASE, fulltext_overfetch=None, **kw))
+    postings_first = OceanBaseMemoryService(database=db, embedder=HashEmbedder(),
+                                            settings=MemorySettings(**BASE, fulltext_overfetch=2, **kw))
+    return row_first, postings_first
+
+
+def ranked(hits) -> list[tuple[str, float, float]]:
+    return [(h.memory_id, round(h.signals.fulltext, 9), round(h.signals.ft_cov, 9)) for h in hits]
+
+
+async def test_postings_first_gives_the_row_first_ranking(db):
+    row_first, postings_first = await services(db)
+    try:
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries(120, seed=3))
+        await row_first.flush()
+        for q in QUERIES:
+            want = await row_first.search(APP, USER, q, top_k=20, weights=FT_ONLY)
+            got = await postings_first.search(APP, USER, q, top_k=20, weights=FT_ONLY)
+            assert want and ranked(got) == ranked(want), q
+            # the hybrid ranking too (semantic candidates are the same exact scan)
+            assert [h.memory_id for h in await postings_first.search(APP, USER, q, top_k=10)] == \
+                [h.memory_id for h in await row_first.search(APP, USER, q, top_k=10)]
+    finally:
+        await row_first.close()
+        await postings_first.close()
+
+
+async def test_postings_first_never_returns_out_of_scope_memories(db):
+    row_first, postings_first = await services(db)
+    try:
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries(60, seed=5))
+        await row_first.flush()
+        best = [h.memory_id for h in await row_first.search(APP, USER, "coffee and tea", top_k=5, weights=FT_ONLY)]
+        # the two best matches leave the scope: one deleted (a tombstone keeps no postings), one superseded
+        await row_first.delete_memory(app_name=APP, user_id=USER, memory_id=best[0])
+        async with db.engine.begin() as conn:
+            await conn.execute(text("UPDATE agent_memories SET superseded_by = :b WHERE app_name = :a AND "
+                                    "user_id = :u AND memory_id = :m"), {"a": APP, "u": USER, "m": best[1], "b": best[2]})
+        want = ranked(await row_first.search(APP, USER, "coffee and tea", top_k=10, weights=FT_ONLY))
+        got = ranked(await postings_first.search(APP, USER, "coffee and tea", top_k=10, weights=FT_ONLY))
+        assert got == want
+        assert not {best[0], best[1]} & {m for m, _, _ in got}
+    finally:
+        await row_first.close()
+        await postings_first.close()
+
+
+async def test_caller_filters_check_rows_first(db):
+    """A filter can exclude every over-fetched match: filtered searches must not use the cut."""
+    # pool 2 x overfetch 2: the postings-first cut keeps 4 matches; the agent's only match ranks lower
+    row_first, postings_first = await services(db, candidate_pool=2)
+    try:
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=[
+            MemoryEntry(id=f"s{i}", author="user", timestamp=(START + timedelta(hours=i)).isoformat(),
+                        content=types.Content(parts=[types.Part.from_text(text=f"coffee coffee {WORDS[i]}")]))
+            for i in range(6)
+        ])
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=[
+            MemoryEntry(id="t1", author="travel_agent", timestamp=START.isoformat(),
+                        content=types.Content(parts=[types.Part.from_text(text="coffee in kyoto near the museum garden")]))
+        ])
+        await row_first.flush()
+        hits = await postings_first.search(APP, USER, "coffee", top_k=5, weights=FT_ONLY, filters={"author": "travel_agent"})
+        # found by its words (the vector candidates bring every in-scope memory too, with no full-text signal)
+        assert [(h.memory_id, h.signals.fulltext > 0) for h in hits] == [("t1", True)]
+        # unfiltered, the cut keeps the strongest matches (the agent's memory is not among them)
+        hits = await postings_first.search(APP, USER, "coffee", top_k=10, weights=FT_ONLY)
+        assert sum(h.signals.fulltext > 0 for h in hits) == 2
+        assert all(h.signals.fulltext == 0 for h in hits if h.memory_id == "t1")
+    finally:
+        await row_first.close()
+        await postings_first.close()
+
+
+def test_overfetch_settings_are_checked():
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ConfigurationError, match="fulltext_overfetch"):
+            MemorySettings(fulltext_overfetch=bad)
+    with pytest.raises(ConfigurationError, match="fulltext_overfetch_rows"):
+        MemorySettings(fulltext_overfetch_rows=-5)
+    assert MemorySettings(fulltext_overfetch=None).fulltext_overfetch is None
+    with pytest.raises(ValueError, match="pool"):
+        bm25_ctes({"coffee": 1}, "1 = 1", {}, None, overfetch=2)
