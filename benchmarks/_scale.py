@@ -412,7 +412,7 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
                               "n": args.scale, "queries": args.scale_queries, "seed": args.seed,
                               "candidate_pool": pool, "vectors": "clustered_vectors (1000-centre Gaussian mixture)",
                               "layouts": {}}
-    with seekdb_or_url(args.url, memory_budget="4G") as server:
+    with seekdb_or_url(args.url, memory_budget=getattr(args, "scale_memory", "4G"), log_disk_size="8G") as server:
         print_environment(result["environment"])
         print(f"\n== scale: {args.scale} memories in one app, {args.scale_queries} queries, candidate pool {pool}")
         for layout in args.scale_layouts.split(","):  # printed as each finishes: a killed run keeps what it measured
