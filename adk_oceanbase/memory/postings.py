@@ -149,7 +149,9 @@ def bm25_ctes(
         "WHERE app_name = :app AND user_id = :user AND term_count > 0)",
         f"df AS (SELECT p.term, COUNT(*) AS df FROM {P} p WHERE p.app_name = :app AND p.user_id = :user "
         f"AND p.term IN ({in_list}) GROUP BY p.term)",
-        "idf AS (SELECT d.term, d.qn, d.qn * GREATEST(LN((st.n - d.df + 0.5) / (d.df + 0.5)), "
+        # MATERIALIZE: the postings-first form reads ``idf`` in each term's branch; inlined there
+        # (EXPLAIN), every branch counted all the query terms' postings again.
+        "idf AS (SELECT /*+ MATERIALIZE */ d.term, d.qn, d.qn * GREATEST(LN((st.n - d.df + 0.5) / (d.df + 0.5)), "
         ":eps * LN(1 + st.n / :mean_n)) AS w "
         f"FROM (SELECT term, df, CASE term {' '.join(qn_case)} ELSE 0 END AS qn FROM df) d CROSS JOIN st)",
         # unseen query terms weigh ln((N + 0.5) / 0.5), the idf of df = 0
