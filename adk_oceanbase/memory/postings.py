@@ -14,12 +14,12 @@ term is one primary-key range scan inside the user's key range.
 
 Two forms of the candidate list (:func:`bm25_ctes`):
 
-* **filter first** (the default): every matching posting is joined to its
+* **row-first** (the default): every matching posting is joined to its
   memory row, which carries the scope (liveness, poisoning guards, the
   caller's filters) and the document length.  Exact for any scope, but each
   posting costs a row lookup: 75-120 ms for a user holding 100k memories
   whose query terms each occur in 12% of them (``benchmarks/_scale.py``).
-* **postings first** (``overfetch``): the score is summed from the postings
+* **postings-first** (``overfetch``): the score is summed from the postings
   alone (each posting carries its memory's length, ``doc_len``, revision
   0013; one range scan per term with the term's weight computed once), the
   best ``pool x overfetch`` are cut, and only those are joined to their rows
@@ -181,8 +181,8 @@ def _postings_first(n_terms: int, where: str) -> list[str]:
     One branch per query term, each a range scan carrying the term's weight,
     the mean length and the idf mass as one-time subqueries (``NO_UNNEST``:
     unnested, seekdb joined them to every posting, 230 ms instead of 18; in
-    the branches, not inside the sums, which MariaDB refuses).  The sums are the filter-first form's, term for
-    term, so both forms give equal scores.
+    the branches, not inside the sums, which MariaDB refuses).  The sums are
+    the row-first form's, term for term, so both forms give equal scores.
     """
     one = "(SELECT /*+ NO_UNNEST */ {col} FROM {cte}{cond})"
     avgdl, mass = one.format(col="avgdl", cte="st", cond=""), one.format(col="mass", cte="qm", cond="")
