@@ -16,7 +16,7 @@ DROP completes (seen under load: the re-run's own DROP then failed with
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import sqlalchemy as sa
 from alembic import op
@@ -34,6 +34,7 @@ __all__ = [
     "has_column",
     "has_index",
     "has_table",
+    "memories_in_key_order",
 ]
 
 
@@ -110,3 +111,28 @@ def create_index(name: str, table: str, columns: Sequence[str] | None = None, *,
 def drop_index(name: str, table: str) -> None:
     if has_index(table, name):
         _run(lambda: op.drop_index(name, table_name=table), _CANT_DROP)
+
+
+_AFTER_KEY = "(app_name > :a OR (app_name = :a AND (user_id > :u OR (user_id = :u AND memory_id > :m))))"
+
+
+def memories_in_key_order(columns: str, where: str, batch: int = 500) -> Iterator[list[Any]]:
+    """Batches of ``agent_memories`` rows matching ``where``, in primary-key order, for a backfill.
+
+    ``columns`` must start with ``app_name, user_id, memory_id``: each batch
+    resumes after the last key of the one before, so a batch's writes may be
+    committed or not without the walk skipping or repeating a row.
+    """
+    last = ("", "", "")
+    while True:
+        rows = op.get_bind().execute(
+            sa.text(
+                f"SELECT {columns} FROM agent_memories WHERE {_AFTER_KEY} AND {where} "
+                "ORDER BY app_name, user_id, memory_id LIMIT :n"
+            ),
+            {"a": last[0], "u": last[1], "m": last[2], "n": batch},
+        ).all()
+        if not rows:
+            return
+        yield rows
+        last = tuple(rows[-1][:3])

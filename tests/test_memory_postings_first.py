@@ -7,7 +7,6 @@ users holding thousands of memories.
 
 from __future__ import annotations
 
-import random
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -19,23 +18,13 @@ from adk_oceanbase.errors import ConfigurationError
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
 from adk_oceanbase.memory.postings import bm25_ctes
 
+from .test_memory_lexical import WORDS, entries
+
 APP, USER = "app", "u1"
-WORDS = "apple banana hiking paris kyoto dog piano coffee tea sister nurse flight museum garden violin".split()
 QUERIES = ["apple pie in paris", "my sister is a nurse", "coffee and tea", "violin piano garden", "kyoto museum"]
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 FT_ONLY = ScoreWeights(semantic=0.0, fulltext=1.0, recency=0.0, frequency=0.0, importance=0.0, context=0.0, version=0.0)
 BASE = dict(bump_access=False, vector_search="exact", retry_base_s=0.01, batch_wait_s=0.0, fulltext_overfetch_rows=0)
-
-
-def entries(n: int, seed: int) -> list[MemoryEntry]:
-    rng = random.Random(seed)
-    return [
-        MemoryEntry(
-            id=f"m{i:03d}", author="user", timestamp=(START + timedelta(hours=3 * i)).isoformat(),
-            content=types.Content(parts=[types.Part.from_text(text=" ".join(rng.choice(WORDS) for _ in range(5)))]),
-        )
-        for i in range(n)
-    ]
 
 
 @pytest.fixture(params=["seekdb", "mariadb"])
@@ -58,7 +47,7 @@ def ranked(hits) -> list[tuple[str, float, float]]:
 async def test_postings_first_gives_the_row_first_ranking(db):
     row_first, postings_first = await services(db)
     try:
-        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries(120, seed=3))
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries("m", 120, seed=3))
         await row_first.flush()
         for q in QUERIES:
             want = await row_first.search(APP, USER, q, top_k=20, weights=FT_ONLY)
@@ -75,7 +64,7 @@ async def test_postings_first_gives_the_row_first_ranking(db):
 async def test_postings_first_never_returns_out_of_scope_memories(db):
     row_first, postings_first = await services(db)
     try:
-        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries(60, seed=5))
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries("m", 60, seed=5))
         await row_first.flush()
         best = [h.memory_id for h in await row_first.search(APP, USER, "coffee and tea", top_k=5, weights=FT_ONLY)]
         # the two best matches leave the scope: one deleted (a tombstone keeps no postings), one superseded

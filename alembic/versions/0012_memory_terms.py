@@ -35,31 +35,17 @@ down_revision = "0011"
 branch_labels = None
 depends_on = None
 
-_BATCH = 500
 _KEY = {"collation": "utf8mb4_bin"}
 _OPTS = {"mysql_charset": "utf8mb4", "mysql_collate": "utf8mb4_bin"}
-
-_AFTER = (
-    "(app_name > :a OR (app_name = :a AND (user_id > :u OR (user_id = :u AND memory_id > :m))))"
-)
 
 
 def _backfill() -> None:
     from adk_oceanbase.memory.lexical import doc_terms
 
     conn = op.get_bind()
-    last = ("", "", "")
-    while True:
-        rows = conn.execute(
-            sa.text(
-                f"SELECT app_name, user_id, memory_id, search_text FROM agent_memories WHERE {_AFTER} "
-                "AND embed_status <> 'deleted' AND search_text IS NOT NULL "
-                "ORDER BY app_name, user_id, memory_id LIMIT :n"
-            ),
-            {"a": last[0], "u": last[1], "m": last[2], "n": _BATCH},
-        ).all()
-        if not rows:
-            return
+    for rows in steps.memories_in_key_order(
+        "app_name, user_id, memory_id, search_text", "embed_status <> 'deleted' AND search_text IS NOT NULL"
+    ):
         by_user: dict[tuple[str, str], list[str]] = {}
         for app, user, mid, _ in rows:
             by_user.setdefault((app, user), []).append(mid)
@@ -84,7 +70,6 @@ def _backfill() -> None:
             sa.text("UPDATE agent_memories SET term_count = :c WHERE app_name = :a AND user_id = :u AND memory_id = :m"),
             counts,
         )
-        last = tuple(rows[-1][:3])
 
 
 def upgrade() -> None:

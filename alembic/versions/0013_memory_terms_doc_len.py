@@ -26,25 +26,10 @@ down_revision = "0012"
 branch_labels = None
 depends_on = None
 
-_BATCH = 500
-_AFTER = (
-    "(app_name > :a OR (app_name = :a AND (user_id > :u OR (user_id = :u AND memory_id > :m))))"
-)
-
 
 def _backfill() -> None:
     conn = op.get_bind()
-    last = ("", "", "")
-    while True:
-        rows = conn.execute(
-            sa.text(
-                f"SELECT app_name, user_id, memory_id FROM agent_memories WHERE {_AFTER} "
-                "AND term_count > 0 ORDER BY app_name, user_id, memory_id LIMIT :n"
-            ),
-            {"a": last[0], "u": last[1], "m": last[2], "n": _BATCH},
-        ).all()
-        if not rows:
-            return
+    for rows in steps.memories_in_key_order("app_name, user_id, memory_id", "term_count > 0"):
         by_user: dict[tuple[str, str], list[str]] = {}
         for app, user, mid in rows:
             by_user.setdefault((app, user), []).append(mid)
@@ -57,7 +42,6 @@ def _backfill() -> None:
                 ).bindparams(sa.bindparam("ids", expanding=True)),
                 {"a": app, "u": user, "ids": mids},
             )
-        last = tuple(rows[-1])
 
 
 def upgrade() -> None:
