@@ -378,11 +378,19 @@ async def phase_growing(systems: Systems, events: list[Event], n_append: int, si
                 assert len(got.events) == (want if cfg is None else min(20, want)), len(got.events)
 
             budget = 8.0 if size >= 5000 else 4.0
-            for name, xs in (await _paired(systems, _get, min_reps=5, max_reps=50, budget_s=budget)).items():
-                out[name][f"get_session_{label}_{size}"] = summarize(xs)
-    ours = next((s for s in systems if s.name == "ours"), None)
-    if ours is not None:
-        out["ours"][f"validation_floor_{max(sizes)}"] = await validation_floor(ours.svc, "u-grow", "grow")
+            calls: dict[str, Callable[[], Awaitable[Any]]] = {s.name: (lambda s=s: _get(s)) for s in systems}
+            ours = next((s for s in systems if s.name == "ours"), None)
+            if label == "full" and size == max(sizes) and ours is not None:
+                # interleaved with the loads it is the floor of (a separate run drifts with the machine)
+                from adk_oceanbase.sessions import codec
+
+                payloads = await stored_payloads(ours.svc, "u-grow", "grow")
+                calls["validation_floor"] = lambda: asyncio.to_thread(codec.decode_events, payloads)
+            for name, xs in (await time_async_paired(calls, min_reps=5, max_reps=50, budget_s=budget)).items():
+                if name == "validation_floor":
+                    out["ours"][f"validation_floor_{size}"] = {**summarize(xs), "events": len(payloads)}
+                else:
+                    out[name][f"get_session_{label}_{size}"] = summarize(xs)
     for s in systems:
         lat = head[s.name]
         out[s.name][f"append_event_{len(lat)}"] = {**summarize(lat), "events_per_s": len(lat) / sum(lat)}
@@ -392,25 +400,19 @@ async def phase_growing(systems: Systems, events: list[Event], n_append: int, si
     return out
 
 
-async def validation_floor(svc: Any, user: str, sid: str, reps: int = 7) -> dict[str, float]:
-    """What turning the stored events into ``Event`` objects costs by itself (JSON parse + pydantic
-    validation, garbage collector paused as in ``get_session``), on this session's own payloads.
+async def stored_payloads(svc: Any, user: str, sid: str) -> list[str]:
+    """Our stored event payloads of one session, for the validation floor.
 
-    Both services pay it on a full load: ADK's ``StorageEvent.to_event`` validates every stored
-    ``event_data`` with ``Event.model_validate`` too.  Whatever a load costs above this floor is
-    the service's own (reading rows, the ORM, building the session)."""
-    from adk_oceanbase.sessions import codec
+    The floor is what turning them into ``Event`` objects costs by itself (JSON parse + pydantic
+    validation in a worker thread, the garbage collector paused, as ``get_session`` does it).  Both
+    services pay it on a full load: ADK's ``StorageEvent.to_event`` validates every stored
+    ``event_data`` with ``Event.model_validate`` too; what a load costs above it is the service's own
+    (reading rows, the ORM, building the session)."""
     from adk_oceanbase.sessions.queries import RAW_SELECT_LIVE_EVENTS
 
     async with svc._db.engine.connect() as conn:
         rows = (await conn.exec_driver_sql(RAW_SELECT_LIVE_EVENTS, {"app": APP, "user": user, "sid": sid})).all()
-    payloads = [r[1] for r in rows]
-    xs = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        codec.decode_events(payloads)
-        xs.append(time.perf_counter() - t0)
-    return {**summarize(xs), "events": len(payloads)}
+    return [r[1] for r in rows]
 
 
 async def phase_writers(systems: Systems, seed: int, writers: int, per_writer: int, rounds: int = 3) -> dict[str, Result]:
