@@ -6,8 +6,11 @@ history once, then re-ranks every question under each setting
 is a ``--ours`` override string (weights, context window, version knobs, the
 relevance gate).  Rule for the gate: among the settings whose LoCoMo tune R@10
 (categories 1-4) and knowledge-update tune R@1 are within ``TOLERANCE`` of the
-reference (the first setting), the one with the most clean abstentions
-(abstention sets of both datasets, pooled), then the best LoCoMo R@10.
+reference (the first setting), those within ``TOLERANCE`` of the most clean
+abstentions (abstention sets of both datasets, pooled; 0.005 is about one
+question of 253); of these the best LoCoMo R@10, then the lowest floors
+(similarity, then lexical: the gate that silences the fewest memories).
+``--gate-replay`` (``_gate_replay.py``) applies the same rule.
 """
 
 from __future__ import annotations
@@ -31,18 +34,26 @@ TOLERANCE = 0.005
 """How much tune R@10 / R@1 a gate may cost and still count as 'no loss' (about one question in 200)."""
 
 DEFAULT_GRID = [
-    "",  # the reference: current defaults
-    *[f"gsim={s},glex={lx}" for s in (0.3, 0.35, 0.4, 0.45) for lx in (0.5, 0.67, 1.0)],
-    "gsim=0.35,glex=0.67,gnb=0",
-    *[f"gsim=0.35,glex=0.67,gmargin={m}" for m in (0.05, 0.1, 0.2, 0.3)],
+    "gsim=-1,glex=-1,gfill=-1",  # the reference: the gate off
+    *[f"gsim={s},glex={lx},gfill=1.0" for s in (0.55, 0.6, 0.65, 0.7, 0.76, 0.85)
+      for lx in (0.12, 0.15, 0.17, 0.18, 0.2, 0.25)],
 ]
+"""The grid behind the default gate (lexical evidence = ``ft_cov``), ``--gate-replay default``."""
+
+
+def _floors(setting: str) -> tuple[float, float]:
+    """(similarity, lexical) floors of a setting string; absent or negative ones count as 0 (no floor)."""
+    kv = dict(part.split("=", 1) for part in setting.split(",") if "=" in part)
+    return tuple(max(float(kv.get(k, 0)), 0.0) for k in ("gsim", "glex"))  # type: ignore[return-value]
 
 
 def choose(runs: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[str, Any]:
     """The rule of the module docstring; ``runs[0]`` is the reference."""
     ref = runs[0]
     ok = [r for r in runs if r["locomo_r10"] >= ref["locomo_r10"] - tolerance and r["ku_r1"] >= ref["ku_r1"] - tolerance]
-    return max(ok, key=lambda r: (r["abstain_clean"], r["locomo_r10"]))
+    most = max(r["abstain_clean"] for r in ok)
+    near = [r for r in ok if r["abstain_clean"] >= most - tolerance]
+    return min(near, key=lambda r: (-r["locomo_r10"], *_floors(r["setting"])))
 
 
 def _summary(loco: dict, ku: dict) -> dict[str, float]:

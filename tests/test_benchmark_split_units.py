@@ -150,3 +150,13 @@ def test_tune_rule_keeps_recall_and_maximises_clean_abstentions():
         {"setting": "ku-loss", "locomo_r10": 0.70, "ku_r1": 0.40, "abstain_clean": 0.8},
     ]
     assert choose(runs)["setting"] == "loose"
+
+
+def test_tune_rule_breaks_near_ties_towards_the_lower_floors():
+    runs = [
+        {"setting": "gsim=-1,glex=-1", "locomo_r10": 0.70, "ku_r1": 0.50, "abstain_clean": 0.0},
+        {"setting": "gsim=0.85,glex=0.15", "locomo_r10": 0.70, "ku_r1": 0.50, "abstain_clean": 0.470},
+        {"setting": "gsim=0.76,glex=0.15", "locomo_r10": 0.70, "ku_r1": 0.50, "abstain_clean": 0.466},  # one question less
+        {"setting": "gsim=0.65,glex=0.15", "locomo_r10": 0.70, "ku_r1": 0.50, "abstain_clean": 0.447},
+    ]
+    assert choose(runs)["setting"] == "gsim=0.76,glex=0.15"

@@ -39,9 +39,8 @@ class Signals:
     version: float = 0.0
     ft_cov: float = 0.0
     """Lexical evidence in [0, 1]: the share of the query's idf mass the memory's words match
-    (``postings.bm25_ctes``); comparable across queries, unlike the max-normalised ``fulltext``."""
-    lexical: float = 0.0
-    """The relevance gate's lexical evidence (``relevance.lexical_evidence``), reported, not weighted."""
+    (``postings.bm25_ctes``); comparable across queries, unlike the max-normalised ``fulltext``.
+    The relevance gate's lexical floor (``relevance_min_lexical``) applies to it; not weighted."""
 
 
 def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
@@ -71,10 +70,10 @@ def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, 
 
 
 def _context(
-    rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, window: int, lends: np.ndarray
+    rows: Sequence[Any], cand: np.ndarray, relevance: np.ndarray, window: int, eligible: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """``search_sql._context_exprs`` in numpy: best relevance among the neighbours within ``window``
-    positions that ``lends`` (the gate's ``rel_ok``), and whether there is such a neighbour."""
+    positions, and whether one of them is ``eligible`` (the gate's ``rel_ok``)."""
     out = np.zeros(len(rows))
     has = np.zeros(len(rows), dtype=bool)
     if window < 1:
@@ -87,11 +86,10 @@ def _context(
     for members in by_session.values():
         for i in members:
             pos = rows[i].turn_pos
-            near = [relevance[j] for j in members
-                    if j != i and lends[j] and 0 < abs(rows[j].turn_pos - pos) <= window]
+            near = [j for j in members if j != i and 0 < abs(rows[j].turn_pos - pos) <= window]
             if near:
-                out[i] = max(max(near), 0.0)
-                has[i] = True
+                out[i] = max(max(relevance[j] for j in near), 0.0)
+                has[i] = any(eligible[j] for j in near)
     return out, has
 
 
@@ -126,12 +124,8 @@ def rank_rows(
     weights: ScoreWeights,
     settings: MemorySettings,
     min_score: float | None = None,
-    lexical_terms: Sequence[str] = (),
 ) -> list[tuple[Any, Signals]]:
-    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first.
-
-    ``lexical_terms``: the query's full-text terms, for the relevance gate's lexical evidence.
-    """
+    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first."""
     if not rows:
         return []
     n = len(rows)
@@ -171,16 +165,15 @@ def rank_rows(
     ref = now
     if settings.recency_reference == "newest" and cand.any():
         ref = min(now, max(rows[i].created_at for i in np.flatnonzero(cand)))
-    # The relevance gate (relevance.py): own evidence, borrowed from eligible neighbours / versions.
-    lex = np.array([rv.lexical_evidence(r.search_text, lexical_terms) if cand[i] else 0.0
-                    for i, r in enumerate(rows)])
+    # The relevance gate (relevance.py): own evidence (rel_ok); context and version rank as without it.
+    lex = np.array([float(r.ft_cov or 0.0) if ft_in[i] else 0.0 for i, r in enumerate(rows)])  # bm25_ctes' cov
     rel_ok = rv.relevant_mask(settings, sem, has_vec, lex)
     relevance = weights.semantic * sem_sig + weights.fulltext * ft_sig
     window = settings.context_window if weights.context else 0
     ctx, nb_ok = _context(rows, cand, relevance, window, rel_ok)
     ver = np.zeros(n)
     if weights.version and query_vector is not None:
-        ver = _version(rows, cand & has_vec & rel_ok, relevance, sem, ft_sig, unit, settings)
+        ver = _version(rows, cand & has_vec, relevance, sem, ft_sig, unit, settings)
     rel = relevance + weights.context * ctx + weights.version * ver
     fill = rv.fill_mask(settings, rel, cand & rel_ok)
     ok = cand & (rel_ok | (nb_ok if settings.relevance_gate_neighbours else False) | fill)
@@ -197,6 +190,6 @@ def rank_rows(
         if min_score is not None and score < min_score:
             continue
         out.append((r, Signals(float(sem_sig[i]), rec, freq, float(ft_sig[i]), imp, score, float(ctx[i]),
-                               float(ver[i]), ft_cov=float(r.ft_cov or 0.0), lexical=float(lex[i]))))
+                               float(ver[i]), ft_cov=float(r.ft_cov or 0.0))))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
     return out[:top_k]

@@ -134,16 +134,14 @@ def hybrid_search(
     filters: SearchFilters | None = None,
     min_score: float | None = None,
     approximate: bool | None = None,
-    lexical_terms: Sequence[str] = (),
     fulltext_overfetch: int | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
-    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, ft_cov, lex``
+    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, ft_cov``
     (``ft_n``: how many full-text candidates there were; ``ft_cov``: the share
     of the query's idf mass the memory matches, 0..1, see ``postings.bm25_ctes``;
-    ``lex``: the lexical evidence of the relevance gate over ``lexical_terms``,
-    see ``relevance.py``).
+    also the relevance gate's lexical evidence, see ``relevance.py``).
     ``query_text`` is :func:`fulltext_query`'s output (stemmed words); ``query_vector``
     the dialect-encoded query embedding, which the statement reads from the
     session variable :data:`QV`: run :func:`bind_query_vector` with it first,
@@ -210,8 +208,7 @@ def hybrid_search(
     out_cols = ", ".join(f"u.{c}" for c in ROW_COLUMNS)
     params["w_ctx"] = float(weights.context)
     params["w_ver"] = float(weights.version)
-    lex = rv.lexical_evidence_sql("m", lexical_terms, params)
-    rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.lex")
+    rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.ft_cov")
     ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
@@ -223,10 +220,10 @@ def hybrid_search(
     r.importance_score AS imp,
     SUM(r.in_ft) OVER () AS ft_n,
     r.ft_cov,
-    r.sem_raw, r.has_vec, r.is_fact, r.lex, {rel_ok} AS rel_ok
+    r.sem_raw, r.has_vec, r.is_fact, {rel_ok} AS rel_ok
   FROM (
     SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts,
-      {cov} AS ft_cov, {in_ft} AS in_ft, {_is_fact("m")} AS is_fact, {lex} AS lex
+      {cov} AS ft_cov, {in_ft} AS in_ft, {_is_fact("m")} AS is_fact
     FROM cand c JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id {ft_join}
   ) r
 )""")
@@ -242,7 +239,7 @@ def hybrid_search(
     fill = rv.fill_sql(settings, params, rel="(:w_sem * s.sem + :w_ft * s.ft + :w_ctx * s.ctx + :w_ver * s.ver)",
                        rel_ok="s.rel_ok")
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, u.sem, u.rec, u.freq, u.ft, u.imp, u.ctx, u.ver, u.score, u.ft_n, u.ft_cov, u.lex
+SELECT {out_cols}, u.sem, u.rec, u.freq, u.ft, u.imp, u.ctx, u.ver, u.score, u.ft_n, u.ft_cov
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
   FROM (
@@ -285,7 +282,7 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     params["vband"] = float(settings.version_band)
     return [
         f"vtop AS (SELECT /*+ LEADING(g e) USE_NL(e) */ g.memory_id, g.sem_raw, g.ft, e.embedding FROM "
-        f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 AND rel_ok = 1 "
+        f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 "
         f"ORDER BY :w_sem * sem + :w_ft * ft DESC, memory_id LIMIT :vpool) g "
         f"JOIN {T} e ON e.app_name = :app AND e.user_id = :user AND e.memory_id = g.memory_id)",
         "ver AS (SELECT a.memory_id, MAX(b.ft) - a.ft AS gain FROM vtop a "
@@ -300,9 +297,10 @@ def _context_exprs(window: int) -> tuple[str, str]:
     Context is the best relevance among its session neighbours: candidates of
     the same session within ``window`` turn positions on either side
     (``turn_pos``, the event's place in the session); relevance is the
-    weighted semantic + full-text part of their score, and only neighbours
-    the relevance gate lets through lend it (``rel_ok``; all of them when the
-    gate is off).  A turn next to a strong match is often the other half of
+    weighted semantic + full-text part of their score, whether or not the
+    relevance gate lets the neighbour through (the gate decides what may be
+    returned, not how it ranks; ``nb_ok`` is whether a neighbour has evidence
+    of its own, ``rel_ok``).  A turn next to a strong match is often the other half of
     it (question / answer), which neither signal sees on its own.  Two
     one-sided RANGE frames leave the row itself out.  Rows without a position
     get 0.
@@ -317,7 +315,7 @@ def _context_exprs(window: int) -> tuple[str, str]:
         return ("CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
                 + ", ".join(f"COALESCE(MAX({value}) OVER ({part} {f}), 0)" for f in frames) + ", 0) END")
 
-    return best("CASE WHEN q.rel_ok = 1 THEN :w_sem * q.sem + :w_ft * q.ft END"), best("q.rel_ok")
+    return best(":w_sem * q.sem + :w_ft * q.ft"), best("q.rel_ok")
 
 
 # English function words dropped from the full-text query (not from the index).  Measured with
@@ -424,9 +422,8 @@ def numpy_prefilter(
     """MySQL path: the user's newest rows plus their best BM25 matches, scored later in numpy.
 
     Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``,
-    ``fts``, ``ft_cov`` (0 for rows outside the BM25 candidates) and
-    ``search_text`` (the relevance gate's lexical evidence is computed from it
-    in numpy).  The full-text candidates are exactly :func:`hybrid_search`'s
+    ``fts`` and ``ft_cov`` (0 for rows outside the BM25 candidates; ``ft_cov``
+    is also the relevance gate's lexical evidence).  The full-text candidates are exactly :func:`hybrid_search`'s
     (the same ``ft`` CTE), so both paths see the same full-text list; the
     semantic candidates come from the newest ``numpy_scan_limit`` rows.
     """
@@ -436,14 +433,14 @@ def numpy_prefilter(
     newest = f"SELECT m.memory_id FROM {T} m WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
     terms = query_terms(query_text.split())
     if not terms:
-        sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov, m.search_text FROM {T} m " \
+        sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov FROM {T} m " \
               f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
         return text(sql), params
     ft_where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
     ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool, overfetch=fulltext_overfetch)
     sql = (
         f"WITH {', '.join(ctes)} SELECT {cols}, m.embedding, m.embedding_model, COALESCE(ft.fts, 0) AS fts, "
-        f"COALESCE(ft.cov, 0) AS ft_cov, m.search_text FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "
+        f"COALESCE(ft.cov, 0) AS ft_cov FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "
         f"JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id "
         "LEFT JOIN ft ON ft.memory_id = c.memory_id"
     )

@@ -43,7 +43,6 @@ from ..telemetry import traced
 from . import arguments as args
 from . import postings
 from . import queries as q
-from . import relevance as rv
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
@@ -596,22 +595,21 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._engine()
         profile = await self._profile(app, user)
         drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
-        # A zero full-text weight skips the BM25 candidates altogether.
-        ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) if w.fulltext else ""
+        # A zero full-text weight skips the BM25 candidates altogether, unless the relevance
+        # gate's lexical floor needs their coverage (ft_cov) or there is no query vector.
+        lexical_floor = s.relevance_min_lexical is not None
+        ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) \
+            if w.fulltext or lexical_floor else ""
         qvec = await self._query_vector(query)
         if qvec is None and not ft_query:
             ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
-        # The relevance gate's lexical evidence counts the query's full-text terms, whatever the weight.
-        terms = rv.lexical_terms(
-            sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
-        ) if rv.gate_enabled(s) else ()
         now = _now() if now is None else q.naive_utc(now)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
 
         async def rank(conn: AsyncConnection) -> list[MemoryHit]:
             if use_sql:
-                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, terms, profile)
-            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, terms, profile)
+                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile)
+            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile)
 
         hits = await self._read(rank)
         if hits and (s.bump_access if bump_access is None else bump_access):
@@ -685,7 +683,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         mode = self.settings.vector_search
         return mode == "ann" or (mode == "auto" and profile.rows >= self.settings.exact_scan_rows)
 
-    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, terms, profile) -> list[MemoryHit]:
+    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
         dialect, s = self._db.dialect, self.settings
         approximate = self._approximate(profile)
         encoded = None if qvec is None else dialect.encode_vector(qvec)
@@ -698,24 +696,23 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         stmt, params = sq.hybrid_search(
             app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
-            settings=s, filters=flt, min_score=ms, approximate=approximate, lexical_terms=terms,
+            settings=s, filters=flt, min_score=ms, approximate=approximate,
             fulltext_overfetch=self._overfetch(profile, flt),
         )
         rows = await _read_retrying_internal_error(conn, stmt, params)
         return [
             _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
-                            float(r.ctx), float(r.ver), ft_cov=float(r.ft_cov), lexical=float(r.lex)))
+                            float(r.ctx), float(r.ver), ft_cov=float(r.ft_cov)))
             for r in rows
         ]
 
-    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, terms, profile) -> list[MemoryHit]:
+    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
         stmt, params = sq.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings,
                                           filters=flt, fulltext_overfetch=self._overfetch(profile, flt))
         rows = (await conn.execute(stmt, params)).all()
         ranked = await asyncio.to_thread(
             rank_rows, rows, query_vector=qvec, embedding_model=self._embedder.model_name,
             decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
-            lexical_terms=terms,
         )
         return [_hit(r, sig) for r, sig in ranked]
 

@@ -1,0 +1,163 @@
+"""``--gate-replay``: the relevance gate's settings on the tune split, re-ranked in numpy from captured candidates.
+
+Why: a ``--tune-grid`` setting re-runs ~1,600 searches on seekdb (50-130 s
+each on the shared 2 vCPUs); the gate only changes which already-scored
+candidates may be returned.  This loads the tune split once (as
+``--tune-grid`` does), runs each question once through the service on the
+numpy path (``scoring="numpy"``: the SQL prefilter, which is the same ``ft``
+CTE as the one-statement search, then ``scoring.rank_rows``), keeps the
+prefiltered rows, and re-ranks them under every grid setting with
+``rank_rows`` itself.  The numpy path is the SQL path's mirror (the parity
+tests in ``tests/test_memory_relevance_gate.py`` / ``test_memory_ranking.py``);
+the chosen setting is confirmed on seekdb by ``--tune-grid`` / ``--split``.
+
+Also writes per-question features (best raw cosine, best ``ft_cov``, best
+cosine minus the candidates' mean) so the floors can be read off their
+distributions, answerable against unanswerable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pickle
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+
+from benchmarks._common import environment, seekdb_or_url
+from benchmarks._embed_cache import CachedEmbedder
+from benchmarks._metrics import aggregate
+from benchmarks._ours import OursSystem, load_locomo_and_ku, settings_from_overrides
+from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
+from benchmarks._tune import DEFAULT_GRID, _summary, choose
+
+__all__ = ["capture", "replay", "run_gate_replay"]
+
+
+async def capture(args: argparse.Namespace) -> dict[str, Any]:
+    """Loads the tune split and records, per question, the numpy path's rows and ranking arguments."""
+    import adk_oceanbase.memory.service as service_mod
+
+    embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    loco, _ = locomo_split(args.locomo, "tune", embedder)
+    ku, _ = knowledge_update_split("tune", embedder, now)
+    embedder.save()
+    out: dict[str, Any] = {"datasets": {}}
+    real = service_mod.rank_rows
+    seen: list[tuple[list[dict], dict]] = []
+
+    def spy(rows, **kw):
+        seen.append(([dict(r._mapping) for r in rows], {k: v for k, v in kw.items() if k != "decode"}))
+        return real(rows, **kw)
+
+    with seekdb_or_url(args.url, memory_budget="2G") as server:
+        url = server.url("bench_gate_replay", scheme="oceanbase") if server else args.url
+        ours = OursSystem(url, embedder)
+        try:
+            await load_locomo_and_ku(ours, loco, ku)
+            svc = ours._svc
+            svc.settings = dataclasses.replace(svc.settings, scoring="numpy")
+            decode = svc.database.dialect.decode_vector
+            service_mod.rank_rows = spy
+            try:
+                for ds in (loco, ku):
+                    qs = []
+                    for q in ds.queries:
+                        seen.clear()
+                        await ours.search(q.scope, q.question, q.vector, args.top_k)
+                        rows, kw = seen[0] if seen else ([], {})
+                        for r in rows:  # decoded once here, not per setting
+                            r["embedding"] = None if r["embedding"] is None else decode(r["embedding"])
+                        qs.append({"group": q.group, "relevant": q.relevant, "rows": rows, "kw": kw})
+                    out["datasets"][ds.name] = {"headline": ds.headline_groups, "queries": qs}
+            finally:
+                service_mod.rank_rows = real
+        finally:
+            await ours.close()
+    return out
+
+
+def _rank(q: dict, settings: Any, top_k: int) -> list[str]:
+    from adk_oceanbase.memory.scoring import rank_rows
+
+    if not q["rows"]:
+        return []
+    rows = [SimpleNamespace(**r) for r in q["rows"]]
+    kw = dict(q["kw"], settings=settings, top_k=top_k)
+    ranked = rank_rows(rows, decode=lambda v: v, **kw)
+    return [d for r, _ in ranked for d in (json.loads(r.event_ids) if r.event_ids else None) or [r.memory_id]]
+
+
+def replay(captured: dict[str, Any], settings: Any, top_k: int) -> dict[str, Any]:
+    """``_tune`` summary of one setting over the captured questions."""
+    res = {}
+    for name, ds in captured["datasets"].items():
+        rows = []
+        for q in ds["queries"]:
+            rows.extend(query_rows(q["group"], q["relevant"], _rank(q, settings, top_k)[:top_k], ds["headline"]))
+        res[name] = aggregate(rows)
+    loco = next(v for k, v in res.items() if k.startswith("locomo"))
+    ku = next(v for k, v in res.items() if k.startswith("knowledge"))
+    return {"locomo": loco, "ku": ku, **_summary(loco, ku)}
+
+
+def features(captured: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per question: best raw cosine, best ft_cov, best cosine minus the semantic candidates' mean."""
+    out = []
+    for name, ds in captured["datasets"].items():
+        for q in ds["queries"]:
+            kw = q["kw"]
+            qv = kw.get("query_vector")
+            sims = []
+            if qv is not None:
+                qn = np.asarray(qv, dtype=np.float64)
+                qn = qn / (np.linalg.norm(qn) or 1.0)
+                for r in q["rows"]:
+                    v = r["embedding"]
+                    if v is not None:
+                        v = np.asarray(v, dtype=np.float64)
+                        sims.append(float(v @ qn / (np.linalg.norm(v) or 1.0)))
+            pool = sorted(sims, reverse=True)[:200]
+            covs = [float(r["ft_cov"] or 0) for r in q["rows"]]
+            out.append({"dataset": name, "group": q["group"], "answerable": bool(q["relevant"]),
+                        "max_sim": pool[0] if pool else 0.0, "mean_sim": float(np.mean(pool)) if pool else 0.0,
+                        "max_cov": max(covs, default=0.0)})
+    return out
+
+
+async def run_gate_replay(args: argparse.Namespace) -> dict[str, Any]:
+    from adk_oceanbase.memory import MemorySettings
+    from benchmarks.retrieval import _parse_overrides
+
+    cache = Path(args.replay_cache) if args.replay_cache else None
+    if cache is not None and cache.exists():
+        captured = pickle.loads(cache.read_bytes())
+    else:
+        captured = await capture(args)
+        if cache is not None:
+            cache.write_bytes(pickle.dumps(captured))
+    base = dataclasses.replace(MemorySettings(), scoring="numpy")
+    grid = args.gate_replay.split(";") if args.gate_replay != "default" else DEFAULT_GRID
+    result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "sentence-transformers")),
+                              "split": "tune", "mode": "numpy replay of captured candidates", "runs": [],
+                              "features": features(captured)}
+    for spec in grid:
+        t0 = time.perf_counter()
+        run = {"setting": spec or "defaults", **replay(captured, settings_from_overrides(base, _parse_overrides(spec)),
+                                                        args.top_k)}
+        run["seconds"] = time.perf_counter() - t0
+        result["runs"].append(run)
+        print(f"{run['setting']}: LoCoMo R@10 {run['locomo_r10']:.3f}  KU R@1 {run['ku_r1']:.3f}  "
+              f"abstain clean {run['abstain_clean']:.3f}  cat5 clean {run['cat5_clean']:.3f}  "
+              f"returned {run['locomo_returned']:.1f}  ({run['seconds']:.0f} s)", flush=True)
+    best = choose(result["runs"])
+    result["chosen"] = {"setting": best["setting"]}
+    print(f"\nchosen (rule in benchmarks/_tune.py): {best['setting']}")
+    return result
