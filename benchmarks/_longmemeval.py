@@ -275,6 +275,7 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     from benchmarks._embed_cache import CachedEmbedder
     from benchmarks.retrieval import ABSTAIN_VARIANT, PACKAGES, build_system
 
+    env = environment(PACKAGES)  # first: the commit and a clean tree as the run starts
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
     questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None)
     stats["per_split_stratum"] = {}
@@ -283,7 +284,7 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
         stats["per_split_stratum"][key] = stats["per_split_stratum"].get(key, 0) + 1
     docs = build_docs(questions, embedder)
     q_vecs = dict(zip((q.question_id for q in questions), embedder.embed([q.question for q in questions])))
-    out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "longmemeval": stats,
+    out: dict[str, Any] = {"environment": env, "args": vars(args), "longmemeval": stats,
                            "embedding": {"model": embedder.model_name, "texts_embedded_this_run": embedder.model_texts,
                                          "model_seconds_this_run": embedder.model_seconds},
                            "baseline_tuning": {}, "systems": {}}
