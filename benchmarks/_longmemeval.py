@@ -131,12 +131,17 @@ def split_of(items: Iterable[tuple[str, str]]) -> dict[str, str]:
     return out
 
 
-def select_questions(items: Iterable[tuple[str, str]], per_type: int | None) -> list[str]:
+def select_questions(items: Iterable[tuple[str, str]], per_type: int | None,
+                     strata: Iterable[str] | None = None) -> list[str]:
     """The first ``per_type`` question ids of every stratum in hash order (all when ``None``/0),
-    interleaved round-robin across strata (so a prefix of the list is balanced too)."""
+    interleaved round-robin across strata (so a prefix of the list is balanced too); only the
+    ``strata`` named, when given (``"abstention"`` and/or question types)."""
+    keep = set(strata) if strata else None
     by_stratum: dict[str, list[str]] = {}
     for qid, qtype in items:
-        by_stratum.setdefault(stratum(qid, qtype), []).append(qid)
+        s = stratum(qid, qtype)
+        if keep is None or s in keep:
+            by_stratum.setdefault(s, []).append(qid)
     ordered = {s: sorted(ids, key=_order_key)[: per_type or None] for s, ids in sorted(by_stratum.items())}
     out: list[str] = []
     for i in range(max((len(v) for v in ordered.values()), default=0)):
@@ -156,11 +161,15 @@ def _question(item: dict[str, Any]) -> LmeQuestion:
                        parse_lme_date(item["question_date"]), tuple(item.get("answer_session_ids") or ()), turns)
 
 
-def load_longmemeval(path: str | Path, per_type: int | None = None) -> tuple[list[LmeQuestion], dict[str, str], dict]:
+def load_longmemeval(path: str | Path, per_type: int | None = None,
+                     strata: Iterable[str] | None = None) -> tuple[list[LmeQuestion], dict[str, str], dict]:
     """Questions chosen by ``select_questions`` (in that order), every question's split, and load stats."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     pairs = [(str(q["question_id"]), str(q["question_type"])) for q in data]
-    wanted = select_questions(pairs, per_type)
+    known = set(QUESTION_TYPES) | {ABSTENTION}
+    if strata and set(strata) - known:
+        raise ValueError(f"unknown LongMemEval strata: {', '.join(sorted(set(strata) - known))}")
+    wanted = select_questions(pairs, per_type, strata)
     by_id = {str(q["question_id"]): q for q in data}
     questions = [_question(by_id[qid]) for qid in wanted]
     per_stratum: dict[str, int] = {}
@@ -277,7 +286,8 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
 
     env = environment(PACKAGES)  # first: the commit and a clean tree as the run starts
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None)
+    strata = [t.strip() for t in (args.lme_types or "").split(",") if t.strip()]
+    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None, strata or None)
     stats["per_split_stratum"] = {}
     for q in questions:
         key = f"{splits[q.question_id]}:{stratum(q.question_id, q.question_type)}"

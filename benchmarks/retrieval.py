@@ -375,6 +375,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--lme-questions", type=int, default=3,
                    help="LongMemEval mode: questions per type (six types + abstention), chosen by hash; 0 = all. "
                    "Default 3 (21 questions, ~10k turns: ~20 min on 2 vCPUs with a cold embedding cache)")
+    p.add_argument("--lme-types", default="", help="LongMemEval mode: only these strata (comma list of question "
+                   "types and/or 'abstention'); default all")
     p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")
     p.add_argument("--skip-embed-latency", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")

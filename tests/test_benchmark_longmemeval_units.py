@@ -7,6 +7,7 @@ are hand-made, and every expected number is worked out in the assertions.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from datetime import datetime, timezone
 
@@ -98,6 +99,9 @@ def test_selection_is_stratified_deterministic_and_split_stable():
     assert sum(q.startswith("u") for q in two) == 2 and sum(q.endswith("_abs") for q in two) == 2
     assert set(two) <= set(select_questions(pairs, 4))  # a bigger run contains the smaller one
     assert len(select_questions(pairs, 0)) == len(pairs)
+    assert select_questions(pairs, 0, [ABSTENTION]) == sorted(
+        select_questions(pairs, 0, [ABSTENTION]), key=lambda q: hashlib.sha256(q.encode()).hexdigest())
+    assert set(select_questions(pairs, 0, [ABSTENTION])) == {"a0_abs", "a1_abs", "a2_abs"}
     splits = split_of(pairs)
     for prefix in ("u", "m"):  # halves inside every stratum
         tune = sum(1 for q, s in splits.items() if q.startswith(prefix) and not q.endswith("_abs") and s == "tune")
@@ -105,6 +109,11 @@ def test_selection_is_stratified_deterministic_and_split_stable():
     # the first two of a stratum in hash order are one tune and one test question
     us = [q for q in two if q.startswith("u")]
     assert sorted(splits[q] for q in us) == ["test", "tune"]
+
+
+def test_unknown_stratum_is_refused(lme_file):
+    with pytest.raises(ValueError, match="single-session"):
+        load_longmemeval(lme_file, None, ["single-session"])
 
 
 def test_question_metrics_turn_and_session_level(lme_file):
