@@ -309,9 +309,13 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     with seekdb_or_url(args.url if needs_db else "unused", memory_budget="2G") as server:
         url = server.url("bench_lme", scheme="oceanbase") if server else args.url
         ours = None
+        variants = {"ours-abstain": ABSTAIN_VARIANT}
+        if "ours" in systems:  # diagnostic, on ours' rows: which signals cost or earn recall here
+            systems = systems + ["ours-relevance"]
+            variants["ours-relevance"] = RELEVANCE_ONLY
         for name in systems:
-            if name == "ours-abstain" and ours is not None:  # the gate is search-time only: reuse ours' rows
-                ours.use_settings(ABSTAIN_VARIANT)
+            if name in variants and ours is not None:  # search-time settings only: reuse ours' rows
+                ours.use_settings(variants[name])
                 res = await evaluate_lme(ours, questions, docs, q_vecs, splits, args.top_k, indexed=True)
                 res["settings"] = ours.describe()
                 out["systems"][name] = res
@@ -322,8 +326,8 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
                 if hasattr(system, "describe"):
                     out["systems"][name]["settings"] = system.describe()
             finally:
-                if name == "ours" and "ours-abstain" in systems[systems.index(name):]:
-                    ours = system  # closed after ours-abstain
+                if name == "ours":
+                    ours = system  # closed after its search-time variants
                 else:
                     await system.close()
         if ours is not None:
@@ -332,6 +336,10 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     embedder.save()
     return out
 
+
+RELEVANCE_ONLY = {"recency": 0.0, "frequency": 0.0, "importance": 0.0, "context": 0.0, "version": 0.0}
+"""``ours-relevance`` (diagnostic, not a candidate default): ours' rows ranked by the semantic and
+full-text halves alone, as ``--histories``' ``relevance_only`` mode."""
 
 METRIC_COLS = ["turn_R@5", "turn_R@10", "turn_any@5", "turn_any@10", "turn_nDCG@10",
                "sess_R@5", "sess_R@10", "sess_nDCG@10"]

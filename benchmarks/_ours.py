@@ -84,6 +84,7 @@ class OursSystem:
         self._url = url
         self._embedder = embedder
         self.settings = settings_from_overrides(MemorySettings(), overrides or {})
+        self._base_settings = self.settings
         self._svc: Any = None
         self._clock_by_scope: dict[str, datetime] = {}
         self.ingest_stats: dict[str, Any] = {"memories_offered": 0}
@@ -129,8 +130,9 @@ class OursSystem:
 
     def use_settings(self, overrides: dict[str, float]) -> None:
         """Search-time settings (weights, the relevance gate) changed on the live service; the rows stay
-        as ingested, so ``ours-abstain`` can be measured on ``ours``' database without a second ingest."""
-        self.settings = settings_from_overrides(self.settings, overrides)
+        as ingested, so ``ours-abstain`` can be measured on ``ours``' database without a second ingest.
+        ``overrides`` apply to the settings the system was built with (not to an earlier ``use_settings``)."""
+        self.settings = settings_from_overrides(self._base_settings, overrides)
         if self._svc is not None:
             self._svc.settings = self.settings
 
