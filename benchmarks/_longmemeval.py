@@ -23,6 +23,12 @@ Mapping (one question = one user, ``scope`` = ``question_id``):
   against an empty relevant set, as the LoCoMo / knowledge-update abstention
   sets are.
 
+Systems: every ``--systems`` entry as on LoCoMo (``benchmarks.retrieval.build_system``), the tuned
+baselines' weights chosen on the tune questions.  ``ours-abstain`` and the
+diagnostic ``ours-relevance`` (semantic + full text only) are search-time
+settings, measured on ``ours``' rows without a second ingest
+(``OursSystem.use_settings``).
+
 Selection (``select_questions``): strata are the six question types plus
 ``abstention``; inside a stratum questions are ordered by the SHA-256 of their
 id, and the first ``per_type`` are taken.  Split: even positions of that order

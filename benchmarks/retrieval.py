@@ -39,6 +39,11 @@ Data
     recalled often by earlier searches (frequency; the recall history is run
     through every system before evaluation).  One relevant memory per question.
 
+    *LongMemEval* (``--longmemeval PATH``, MIT; read from its path, never
+    copied): one user per question, every haystack turn a memory; turn- and
+    session-level recall / nDCG per question type, ``--lme-questions N`` per
+    type chosen by hash, tune/test halves by hash; see ``benchmarks/_longmemeval.py``.
+
 Systems (``--systems``, comma separated; all by default)
     ``adk-inmemory`` ADK ``InMemoryMemoryService`` (word overlap, fed ADK Events);
     ``dense`` exact cosine in numpy on MiniLM; ``bm25`` rank-bm25 Okapi;
