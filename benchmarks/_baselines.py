@@ -58,6 +58,7 @@ class Doc:
     author: str | None
     time: datetime  # UTC
     vector: np.ndarray | None = None
+    session: str | None = None  # the chat session the turn belongs to, where the dataset names one (LongMemEval)
 
 
 class System(Protocol):

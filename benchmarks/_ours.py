@@ -84,6 +84,7 @@ class OursSystem:
         self._url = url
         self._embedder = embedder
         self.settings = settings_from_overrides(MemorySettings(), overrides or {})
+        self._base_settings = self.settings
         self._svc: Any = None
         self._clock_by_scope: dict[str, datetime] = {}
         self.ingest_stats: dict[str, Any] = {"memories_offered": 0}
@@ -127,6 +128,14 @@ class OursSystem:
             **self.ingest_stats,
         }
 
+    def use_settings(self, overrides: dict[str, float]) -> None:
+        """Search-time settings (weights, the relevance gate) changed on the live service; the rows stay
+        as ingested, so ``ours-abstain`` can be measured on ``ours``' database without a second ingest.
+        ``overrides`` apply to the settings the system was built with (not to an earlier ``use_settings``)."""
+        self.settings = settings_from_overrides(self._base_settings, overrides)
+        if self._svc is not None:
+            self._svc.settings = self.settings
+
     # ---------------------------------------------------------------- ingest
     async def index(self, scope: str, docs: Sequence[Doc]) -> None:
         from google.adk.events import Event
@@ -140,7 +149,7 @@ class OursSystem:
             # its turns handed over in order, as ``add_events_to_memory`` receives them.
             by_session: dict[str, list[Any]] = {}
             for d in docs:
-                by_session.setdefault(_session_of(scope, d.doc_id), []).append(d)
+                by_session.setdefault(d.session or _session_of(scope, d.doc_id), []).append(d)
             for session_id, turns in by_session.items():
                 events = [
                     Event(id=d.doc_id, invocation_id=f"inv-{d.doc_id}", author=d.author,

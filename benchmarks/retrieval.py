@@ -8,6 +8,7 @@ Usage (from the repository root, venv active)::
     python benchmarks/retrieval.py --histories --locomo ...                     # long histories, app grown to 100k
     python benchmarks/retrieval.py --locomo ... --grid                          # small tuning grid for ours
     python benchmarks/retrieval.py --locomo ... --tune-grid default             # ours' settings, tune split only
+    python benchmarks/retrieval.py --longmemeval PATH/longmemeval_s_cleaned.json --lme-questions 10  # per type
 
 Split (``--split``, default ``both``; ``benchmarks/_split.py``)
     Every default of ours and every tuned baseline weight is chosen on the
@@ -37,6 +38,11 @@ Data
     newest version is the answer (recency), and parallel facts one of which was
     recalled often by earlier searches (frequency; the recall history is run
     through every system before evaluation).  One relevant memory per question.
+
+    *LongMemEval* (``--longmemeval PATH``, MIT; read from its path, never
+    copied): one user per question, every haystack turn a memory; turn- and
+    session-level recall / nDCG per question type, ``--lme-questions N`` per
+    type chosen by hash, tune/test halves by hash; see ``benchmarks/_longmemeval.py``.
 
 Systems (``--systems``, comma separated; all by default)
     ``adk-inmemory`` ADK ``InMemoryMemoryService`` (word overlap, fed ADK Events);
@@ -381,6 +387,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         "N rows, rebuilt (the same after a forced index rebuild)")
     p.add_argument("--histories-queries", type=int, default=300, help="histories mode: questions per phase (0 = all)")
     p.add_argument("--histories-memory", default="4G", help="histories mode: memory_budget of the started seekdb")
+    p.add_argument("--longmemeval", help="LongMemEval mode: path to longmemeval_s(_cleaned) or _oracle JSON "
+                   "(never copied into the repo; benchmarks/_longmemeval.py)")
+    p.add_argument("--lme-questions", type=int, default=3,
+                   help="LongMemEval mode: questions per type (six types + abstention), chosen by hash; 0 = all. "
+                   "Default 3 (21 questions, ~10k turns: ~20 min on 2 vCPUs with a cold embedding cache)")
+    p.add_argument("--lme-types", default="", help="LongMemEval mode: only these strata (comma list of question "
+                   "types and/or 'abstention'); default all")
     p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")
     p.add_argument("--skip-embed-latency", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")
@@ -392,7 +405,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    if args.histories:
+    if args.longmemeval:
+        from benchmarks._longmemeval import print_lme_tables, run_longmemeval
+
+        results = asyncio.run(run_longmemeval(args))
+        print_environment(results["environment"])
+        print_lme_tables(results)
+    elif args.histories:
         from benchmarks._histories import run_histories
 
         results = asyncio.run(run_histories(args))
