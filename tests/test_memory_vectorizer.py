@@ -62,7 +62,9 @@ async def test_failed_embedding_is_retried_then_stored(database):
 async def test_rows_are_never_lost_when_the_embedder_is_down(database):
     emb = FlakyEmbedder()
     emb.broken = True
-    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, retry_interval_s=0.2, **FAST)
+    # retry_interval_s leaves the checks below time to run before a second round could (under load,
+    # 0.2 s was not always enough: a second failed round before the backend recovers counts twice)
+    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, retry_interval_s=1.0, **FAST)
     svc = OceanBaseMemoryService(database=database, embedder=emb, settings=settings)
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries(3))
@@ -72,9 +74,8 @@ async def test_rows_are_never_lost_when_the_embedder_is_down(database):
         hits = await svc.search(APP, USER, "fact number")
         assert hits and all(h.signals.semantic == 0 for h in hits)
         emb.broken = False  # the backend recovers; the periodic sweep picks the rows up again
-        for _ in range(100):
-            if await statuses(database) == {"ready": 3}:
-                break
+        deadline = asyncio.get_running_loop().time() + 30  # the sweep runs every 0.2 s; a loaded CI box is slow
+        while await statuses(database) != {"ready": 3} and asyncio.get_running_loop().time() < deadline:
             await asyncio.sleep(0.05)
         assert await statuses(database) == {"ready": 3}
         async with database.engine.connect() as conn:
