@@ -41,7 +41,8 @@ def _spy(monkeypatch) -> list[bool | None]:
 
 
 async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(database, monkeypatch):
-    settings = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, exact_scan_rows=60)
+    settings = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, exact_scan_rows=60,
+                              fulltext_overfetch_rows=40)
     assert MemorySettings().vector_search == "auto"
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
     exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
@@ -60,8 +61,15 @@ async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(da
         hits = await svc.search(APP, "big", "apple pie in paris", top_k=10)
         assert seen == [True] and len(hits) == 10
         assert all(h.memory_id.startswith("big-") for h in hits)
-        # counted no further than exact_scan_rows: enough to pick the mode
+        # counted no further than the larger of exact_scan_rows and fulltext_overfetch_rows: enough to pick both
+        # modes (the vector scan, the full-text list)
         assert (await svc._profile(APP, "big")).rows == 60 and (await svc._profile(APP, "small")).rows == 30
+        wide = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+                                      settings=dataclasses.replace(settings, fulltext_overfetch_rows=80))
+        try:
+            assert (await wide._profile(APP, "big")).rows == 80
+        finally:
+            await wide.close()
     finally:
         await svc.close()
         await exact.close()
