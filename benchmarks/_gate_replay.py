@@ -23,7 +23,6 @@ import dataclasses
 import json
 import pickle
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,11 +30,10 @@ from typing import Any
 import numpy as np
 
 from benchmarks._common import environment, seekdb_or_url
-from benchmarks._embed_cache import CachedEmbedder
 from benchmarks._metrics import aggregate
 from benchmarks._ours import OursSystem, load_locomo_and_ku, settings_from_overrides
-from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
-from benchmarks._tune import DEFAULT_GRID, _summary, choose
+from benchmarks._split_data import query_rows
+from benchmarks._tune import DEFAULT_GRID, _summary, choose, load_tune_split
 
 __all__ = ["capture", "replay", "run_gate_replay"]
 
@@ -44,11 +42,7 @@ async def capture(args: argparse.Namespace) -> dict[str, Any]:
     """Loads the tune split and records, per question, the numpy path's rows and ranking arguments."""
     import adk_oceanbase.memory.service as service_mod
 
-    embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    now = datetime.now(timezone.utc).replace(microsecond=0)
-    loco, _ = locomo_split(args.locomo, "tune", embedder)
-    ku, _ = knowledge_update_split("tune", embedder, now)
-    embedder.save()
+    embedder, now, (loco, _), (ku, _) = load_tune_split(args)
     out: dict[str, Any] = {"datasets": {}}
     real = service_mod.rank_rows
     seen: list[tuple[list[dict], dict]] = []

@@ -121,6 +121,15 @@ async def test_recency_cannot_lift_a_weak_match_over_a_strong_one_within_the_mar
         await svc.close()
 
 
+async def store_trip_and_filler(svc: OceanBaseMemoryService, t0: float) -> None:
+    """Two sessions as ADK hands them over: the vacation exchange (TRIP) and unrelated chat (FILLER)."""
+    await svc.add_session_to_memory(Session(id="trip", app_name=APP, user_id=USER,
+                                            events=[ev(a, t, t0 + i) for i, (a, t) in enumerate(TRIP)]))
+    await svc.add_session_to_memory(Session(id="other", app_name=APP, user_id=USER,
+                                            events=[ev(a, t, t0 + 10 + i) for i, (a, t) in enumerate(FILLER)]))
+    await svc.flush()
+
+
 @pytest.mark.parametrize("scoring", ["sql", "numpy"])
 async def test_a_turn_next_to_an_eligible_turn_is_eligible_when_neighbours_count(database, scoring):
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
@@ -129,11 +138,7 @@ async def test_a_turn_next_to_an_eligible_turn_is_eligible_when_neighbours_count
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=s)
     t0 = time.time() - 3600
     try:
-        await svc.add_session_to_memory(Session(id="trip", app_name=APP, user_id=USER,
-                                                events=[ev(a, t, t0 + i) for i, (a, t) in enumerate(TRIP)]))
-        await svc.add_session_to_memory(Session(id="other", app_name=APP, user_id=USER,
-                                                events=[ev(a, t, t0 + 10 + i) for i, (a, t) in enumerate(FILLER)]))
-        await svc.flush()
+        await store_trip_and_filler(svc, t0)
         query = "where did you go on vacation last summer"
         with_nb = [h.entry.content.parts[0].text for h in await svc.search(APP, USER, query)]
         assert TRIP[0][1] in with_nb and TRIP[1][1] in with_nb  # the question, and the answer next to it
@@ -212,11 +217,7 @@ async def test_with_a_wide_fill_margin_an_answerable_query_ranks_as_without_the_
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=off)
     t0 = time.time() - 3600
     try:
-        await svc.add_session_to_memory(Session(id="trip", app_name=APP, user_id=USER,
-                                                events=[ev(a, t, t0 + i) for i, (a, t) in enumerate(TRIP)]))
-        await svc.add_session_to_memory(Session(id="other", app_name=APP, user_id=USER,
-                                                events=[ev(a, t, t0 + 10 + i) for i, (a, t) in enumerate(FILLER)]))
-        await svc.flush()
+        await store_trip_and_filler(svc, t0)
         query = "where did you go on vacation last summer"
         plain = await svc.search(APP, USER, query, top_k=20)
         svc.settings = dataclasses.replace(off, relevance_min_similarity=0.99, relevance_min_lexical=0.99,
