@@ -31,6 +31,7 @@ __all__ = [
     "LoadStats",
     "Query",
     "Turn",
+    "conversation_docs",
     "load_locomo",
     "memory_text",
     "turn_content",
@@ -141,6 +142,21 @@ def memory_text(turn: Turn) -> str:
     the speaker; temporal ones name dates).
     """
     return f"{turn.time.day} {turn.time:%B %Y}, {turn.speaker}: {turn_content(turn)}"
+
+
+def conversation_docs(convs: list[Conversation], embedder: Any) -> tuple[dict[str, list[Any]], dict[str, datetime]]:
+    """Every conversation's turns as embedded ``Doc`` memories, and the moment its questions are asked
+    (a day after its last turn: the recency reference), both by ``sample_id``."""
+    from benchmarks._baselines import Doc
+
+    texts = {c.sample_id: [memory_text(t) for t in c.turns] for c in convs}
+    vecs = iter(embedder.embed([t for c in convs for t in texts[c.sample_id]]))
+    docs = {
+        c.sample_id: [Doc(t.dia_id, text, turn_content(t), t.speaker, t.time, next(vecs))
+                      for t, text in zip(c.turns, texts[c.sample_id])]
+        for c in convs
+    }
+    return docs, {c.sample_id: max(t.time for t in c.turns) + timedelta(days=1) for c in convs}
 
 
 def _load_conversation(item: dict[str, Any], stats: LoadStats) -> Conversation:

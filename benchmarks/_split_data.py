@@ -40,28 +40,17 @@ def query_rows(group: str, relevant: Sequence[str], ranked: Sequence[str], headl
 
 def locomo_split(path: str, split: str, embedder: Any) -> tuple[Any, dict]:
     """The LoCoMo dataset of ``split`` ("tune" / "test"), named ``locomo:<split>``."""
-    from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text, turn_content
-    from benchmarks._baselines import Doc
+    from benchmarks._locomo import CATEGORY_NAMES, conversation_docs, load_locomo
     from benchmarks.retrieval import Dataset, EvalQuery
 
     every, stats = load_locomo(path)
     convs = [every[i] for i in SPLITS[split].conversations]
     abstain = swapped_abstention_questions(convs)
-    texts = {c.sample_id: [memory_text(t) for t in c.turns] for c in convs}
-    vecs = embedder.embed([t for c in convs for t in texts[c.sample_id]])
+    docs, now = conversation_docs(convs, embedder)
     asked = [(c.sample_id, q.question, q.evidence, f"{q.category}:{CATEGORY_NAMES[q.category]}")
              for c in convs for q in c.queries]
     asked += [(sid, question, (), ABSTAIN_PREFIX + "swapped") for sid, question in abstain]
     q_vecs = embedder.embed([a[1] for a in asked])
-    docs: dict[str, list] = {}
-    now: dict[str, datetime] = {}
-    vi = 0
-    for c in convs:
-        now[c.sample_id] = max(t.time for t in c.turns) + timedelta(days=1)
-        docs[c.sample_id] = []
-        for t, text in zip(c.turns, texts[c.sample_id]):
-            docs[c.sample_id].append(Doc(t.dia_id, text, turn_content(t), t.speaker, t.time, vecs[vi]))
-            vi += 1
     queries = [EvalQuery(sid, question, tuple(rel), group, v) for (sid, question, rel, group), v in zip(asked, q_vecs)]
     headline = tuple(f"{k}:{CATEGORY_NAMES[k]}" for k in (1, 2, 3, 4))
     info = {"conversations": [c.sample_id for c in convs], "questions": len(queries),

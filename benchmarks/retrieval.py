@@ -85,7 +85,7 @@ from benchmarks._baselines import (
     ADKInMemorySystem, BM25System, CarefulBM25System, DenseRecencySystem, DenseSystem, Doc, FusionSystem,
 )
 from benchmarks._embed_cache import CachedEmbedder
-from benchmarks._locomo import CATEGORY_NAMES, load_locomo, memory_text, turn_content
+from benchmarks._locomo import CATEGORY_NAMES, conversation_docs, load_locomo
 from benchmarks._metrics import aggregate, summarise_latencies
 from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
 from benchmarks._report import format_table
@@ -129,19 +129,11 @@ class Dataset:
 # ---------------------------------------------------------------- datasets
 def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedder, now: datetime):
     convs, stats = load_locomo(path, conversations)
-    docs: dict[str, list[Doc]] = {}
     queries: list[EvalQuery] = []
-    texts = {c.sample_id: [memory_text(t) for t in c.turns] for c in convs}
-    all_vecs = embedder.embed([t for c in convs for t in texts[c.sample_id]])
+    docs, asked_at = conversation_docs(convs, embedder)
     q_vecs = embedder.embed([q.question for c in convs for q in c.queries])
-    vi = qi = 0
-    asked_at: dict[str, datetime] = {}
+    qi = 0
     for c in convs:
-        asked_at[c.sample_id] = max(t.time for t in c.turns) + timedelta(days=1)
-        docs[c.sample_id] = []
-        for t, text in zip(c.turns, texts[c.sample_id]):
-            docs[c.sample_id].append(Doc(t.dia_id, text, turn_content(t), t.speaker, t.time, all_vecs[vi]))
-            vi += 1
         for q in c.queries:
             group = f"{q.category}:{CATEGORY_NAMES[q.category]}"
             queries.append(EvalQuery(c.sample_id, q.question, q.evidence, group, q_vecs[qi]))
