@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import random
+from datetime import datetime
 
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
+from sqlalchemy import text
+
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService
+from adk_oceanbase.memory import queries as q
+from adk_oceanbase.memory import search_sql as sq
 
 APP = "app"
 WORDS = "apple banana cherry hiking paris london kyoto dog cat piano guitar coffee tea sister nurse flight".split()
@@ -102,3 +107,50 @@ async def test_one_check_at_a_time_and_off_switch(database):
     finally:
         await svc.close()
         await off.close()
+
+
+async def _stats_state(database) -> tuple:
+    async with database.engine.connect() as conn:
+        row = (await conn.execute(q.TABLE_STATS_STATE)).first()
+    return (None, None) if row is None else tuple(row)
+
+
+async def _ann_estimate(database, user: str) -> int:
+    """The optimizer's row estimate for the ANN candidate scan, in the service's own statement."""
+    s = _settings(vector_search="ann")
+    stmt, params = sq.hybrid_search(
+        app_name=APP, user_id=user, query_vector="x", query_text="", embedding_model=HashEmbedder().model_name,
+        now=datetime(2030, 1, 1), top_k=10, weights=s.weights, settings=s, approximate=True)
+    async with database.engine.connect() as conn:
+        await conn.execute(*sq.bind_query_vector("[" + ",".join(["0.1"] * HashEmbedder().dim) + "]", 200))
+        lines = [r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all()]
+    line = next(line for line in lines if "VECTOR INDEX" in line)
+    return int(line.split("|")[4])
+
+
+async def test_upkeep_gathers_missing_statistics_once(database):
+    """Without statistics the optimizer believes a user owns ~1 row (and at 100k plans the ANN list as an
+    exact pre-filter scan, ``queries.GATHER_TABLE_STATS``); the upkeep check gathers them."""
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
+    try:
+        await svc.add_memory(app_name=APP, user_id="big", memories=_entries("a", 300, 4))
+        await svc.flush()
+        async with database.engine.connect() as conn:
+            await conn.execute(text("CALL DBMS_STATS.DELETE_TABLE_STATS(DATABASE(), 'agent_memories')"))
+        assert (await _stats_state(database))[0] is None
+        assert await _ann_estimate(database, "big") < 100  # a guess (39 here, 1 at 100k rows)
+
+        upkeep = svc.vectorizer.upkeep
+        assert await upkeep.run() is True
+        assert upkeep.describe()["stats_gathered"] == 1 and not upkeep.describe()["stats_failed"]
+        analysed, stale = await _stats_state(database)
+        assert analysed is not None and stale == "NO"
+        assert await _ann_estimate(database, "big") >= 250  # the user's 300 rows
+
+        assert await upkeep.run() is True  # fresh statistics are left alone
+        assert upkeep.describe()["stats_gathered"] == 1
+        async with database.engine.connect() as conn:  # rebuild_vector_index() after a bulk load always gathers
+            assert await upkeep.refresh_statistics(conn, force=True) is True
+        assert upkeep.describe()["stats_gathered"] == 2
+    finally:
+        await svc.close()

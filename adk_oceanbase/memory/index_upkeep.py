@@ -12,6 +12,12 @@ on our side (no schema change) and several processes asking is harmless
 (each call is a cheap check unless the delta is due).  The old index keeps
 answering searches while the new one is built (seekdb documents the swap).
 
+The same check keeps the table's optimizer statistics fresh
+(:meth:`IndexUpkeep.refresh_statistics`): gathered when the server has none
+or counts them stale.  Without them the optimizer plans the ANN candidates of
+a big user as an exact scan, and a cached plan changes only after ~30
+executions (``queries.GATHER_TABLE_STATS``).
+
 Bounds: at most one call per process at a time (a call still running when
 the next is due is skipped), the call runs under ``index_upkeep_timeout_s``
 (``ob_query_timeout`` of its own connection), failures are logged and
@@ -46,7 +52,8 @@ class IndexUpkeep:
         self._since = 0
         self._task: asyncio.Task[None] | None = None
         self.stats: dict[str, float] = defaultdict(float)
-        """``calls`` (rebuild checks run), ``failed``, ``skipped_busy``, ``last_seconds``, ``total_seconds``."""
+        """``calls`` (rebuild checks run), ``failed``, ``skipped_busy``, ``last_seconds``, ``total_seconds``,
+        ``stats_gathered`` and ``stats_failed`` (optimizer statistics, see :meth:`refresh_statistics`)."""
 
     @property
     def running(self) -> bool:
@@ -76,6 +83,7 @@ class IndexUpkeep:
                 try:
                     await conn.execute(q.rebuild_vector_index(s.index_upkeep_delta_rate))
                     await conn.commit()
+                    await self.refresh_statistics(conn)
                 finally:
                     # the connection goes back to the pool: give it the configured timeout again
                     us = int(self._db.config.query_timeout_s * 1_000_000)
@@ -95,6 +103,28 @@ class IndexUpkeep:
                     s.index_upkeep_delta_rate, took)
         return True
 
+    async def refresh_statistics(self, conn: Any, *, force: bool = False) -> bool:
+        """Gathers the memory table's optimizer statistics when it has none or the server counts them stale.
+
+        Returns whether it gathered.  Failures (e.g. no ``DBMS_STATS`` privilege) are logged and
+        counted (``stats_failed``), never raised: the server's own jobs gather them later.
+        """
+        try:
+            if not force:
+                row = (await conn.execute(q.TABLE_STATS_STATE)).first()
+                if row is not None and row[0] is not None and row[1] != "YES":
+                    return False
+            await conn.execute(q.GATHER_TABLE_STATS)
+            await conn.commit()
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self.stats["stats_failed"] += 1
+            logger.warning("optimizer statistics of the memory table could not be gathered", exc_info=True)
+            return False
+        self.stats["stats_gathered"] += 1
+        return True
+
     async def wait(self) -> None:
         """Waits for a running check (tests, benchmarks)."""
         task = self._task
@@ -112,5 +142,6 @@ class IndexUpkeep:
                 pass
 
     def describe(self) -> dict[str, Any]:
-        out = {k: self.stats.get(k, 0.0) for k in ("calls", "failed", "skipped_busy", "last_seconds", "total_seconds")}
+        keys = ("calls", "failed", "skipped_busy", "last_seconds", "total_seconds", "stats_gathered", "stats_failed")
+        out = {k: self.stats.get(k, 0.0) for k in keys}
         return dict(out, running=self.running, rows_since_last=self._since)

@@ -332,8 +332,10 @@ class MemorySettings:
     """Every this many vectors the vectorizer stored, one background ``DBMS_VECTOR.REBUILD_INDEX`` check
     (OceanBase/seekdb; ``index_upkeep.IndexUpkeep``): the server rebuilds the HNSW index when the rows
     added since its last build exceed ``index_upkeep_delta_rate`` of the table, else returns at once.
+    The same check gathers the table's optimizer statistics when the server has none or counts them
+    stale (without them a big user's ANN search ran as an exact scan for its first ~30 executions).
     One at a time per process, bounded by ``index_upkeep_timeout_s``; ``None`` turns it off (the server
-    then rebuilds on its own once a day)."""
+    then rebuilds on its own once a day and analyses the table on its own schedule)."""
 
     index_upkeep_delta_rate: float = 0.2
     """The server's ``delta_rate_threshold``: the fraction of new rows from which a check rebuilds."""
