@@ -59,12 +59,14 @@ class RawTransaction:
         Any statement after that starts a new transaction, which the context
         manager commits (or rolls back) as usual."""
 
-    async def batch(self, statements: Sequence[tuple[str, Any]]) -> list[Result]:
+    async def batch(self, statements: Sequence[tuple[str | Executable, Any]]) -> list[Result]:
         """Runs ``statements`` in order, in one round trip when the connection allows it.
 
         Each item is ``(sql, params)``: ``params`` a mapping, or a list of
         mappings for a multi-row ``INSERT ... VALUES`` (sent as one statement,
-        like ``executemany``).  ``(COMMIT, None)`` as the last item commits in
+        like ``executemany``); ``sql`` plain text with ``%(name)s``
+        parameters, or a SQLAlchemy Core statement (``text()`` with
+        ``:name``), compiled for the driver.  ``(COMMIT, None)`` as the last item commits in
         the same round trip.  The server stops at the first failing statement
         and the error is raised here; the statements before it stay part of
         the open transaction, which the context manager then rolls back.
@@ -122,7 +124,11 @@ class RawTransaction:
             if size > budget:
                 raise PacketTooLargeError(size, self._max_packet)
 
-    def _render(self, sql: str, params: Any) -> str:
+    def _render(self, sql: str | Executable, params: Any) -> str:
+        if isinstance(sql, Executable):
+            compiled = sql.compile(dialect=self._dialect)
+            values = compiled.construct_params(dict(params or {}))
+            return self._cursor.mogrify(str(compiled), tuple(values[name] for name in compiled.positiontup or ()))
         if params is None:
             return sql
         if isinstance(params, Mapping):

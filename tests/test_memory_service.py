@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from datetime import datetime, timedelta, timezone
 
+import pymysql
 import pytest
 from google.adk.events.event import Event
 from google.adk.memory.memory_entry import MemoryEntry
@@ -269,3 +270,33 @@ async def test_search_memory_size_and_access_counting_come_from_settings(databas
     finally:
         await quiet.close()
         await counting.close()
+
+
+async def test_search_is_one_round_trip_and_a_failed_read_runs_once_more(memory, database, monkeypatch):
+    """The SQL search sends its vector SET, statement and COMMIT together (``_read_batch``); a read
+    failing with a listed server error (seekdb's rare 4016 on searches) runs once more, then raises."""
+    from adk_oceanbase import _lifecycle
+
+    await memory.add_memory(app_name="app", user_id="u", memories=[MemoryEntry(
+        author="user", content=types.Content(parts=[types.Part.from_text(text="my sister is a nurse in Lyon")]))])
+    await memory.flush()
+    opened = []
+    real = _lifecycle.raw_transaction
+
+    def counting(*a, **kw):
+        opened.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(_lifecycle, "raw_transaction", counting)
+    hits = await memory.search("app", "u", "where does the sister work", bump_access=False)
+    assert [h.entry.custom_metadata["memory_id"] for h in hits] and len(opened) == 1
+
+    opened.clear()
+    missing = [(text("SELECT no_such_column FROM agent_memories"), {})]  # 1054
+    with pytest.raises(pymysql.err.MySQLError) as failed:
+        await memory._read_batch(missing, rerun_codes=frozenset({1054}))
+    assert "no_such_column" in str(failed.value) and len(opened) == 2
+    opened.clear()
+    with pytest.raises(pymysql.err.MySQLError):
+        await memory._read_batch(missing)  # not listed: no second run
+    assert len(opened) == 1

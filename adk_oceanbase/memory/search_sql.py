@@ -58,6 +58,7 @@ LN2 = 0.6931471805599453
 __all__ = [
     "STOPWORDS",
     "QV",
+    "SIGNAL_COLUMNS",
     "SearchFilters",
     "bind_query_vector",
     "fulltext_query",
@@ -138,7 +139,7 @@ def hybrid_search(
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
-    Output columns: :data:`ROW_COLUMNS`, then ``sem, rec, freq, ft, imp, ctx, ver, score, ft_n, ft_cov``
+    Output columns: :data:`ROW_COLUMNS`, then :data:`SIGNAL_COLUMNS`
     (``ft_n``: how many full-text candidates there were; ``ft_cov``: the share
     of the query's idf mass the memory matches, 0..1, see ``postings.bm25_ctes``;
     also the relevance gate's lexical evidence, see ``relevance.py``).
@@ -239,7 +240,7 @@ def hybrid_search(
     fill = rv.fill_sql(settings, params, rel="(:w_sem * s.sem + :w_ft * s.ft + :w_ctx * s.ctx + :w_ver * s.ver)",
                        rel_ok="s.rel_ok")
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, u.sem, u.rec, u.freq, u.ft, u.imp, u.ctx, u.ver, u.score, u.ft_n, u.ft_cov
+SELECT {out_cols}, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
   FROM (
@@ -254,6 +255,10 @@ WHERE u.ok = 1 AND u.score >= :min_score
 ORDER BY u.score DESC, u.created_at DESC, u.memory_id
 LIMIT :k"""
     return text(sql), params
+
+
+SIGNAL_COLUMNS = ("sem", "rec", "freq", "ft", "imp", "ctx", "ver", "score", "ft_n", "ft_cov")
+""":func:`hybrid_search`'s columns after :data:`ROW_COLUMNS`, in order."""
 
 
 def _as_float32(value: float) -> float:

@@ -13,13 +13,13 @@ import dataclasses
 import logging
 import random
 import time
+from collections import namedtuple
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from google.adk.memory.base_memory_service import BaseMemoryService, SearchMemoryResponse
 from google.adk.memory.memory_entry import MemoryEntry
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
@@ -33,7 +33,6 @@ from ..errors import (
     EmbeddingModelMismatchError,
     MemoryTooLongError,
     ValidationError,
-    driver_error_code,
 )
 from ..governance import queries as gq
 from ..redaction import RedactionPolicy, redact_value
@@ -43,6 +42,7 @@ from ..telemetry import traced
 from . import arguments as args
 from . import postings
 from . import queries as q
+from .queries import ROW_COLUMNS
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
@@ -612,11 +612,12 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
 
         async def rank(conn: AsyncConnection) -> list[MemoryHit]:
-            if use_sql:
-                return await self._search_sql(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile)
             return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile)
 
-        hits = await self._read(rank)
+        if use_sql:
+            hits = await self._search_sql(app, user, ft_query, qvec, now, k, w, flt, ms, profile)
+        else:
+            hits = await self._read(rank)
         if hits and (s.bump_access if bump_access is None else bump_access):
             # Its own transaction: a re-run read must not count its hits twice.
             stmt, params = q.bump_access(app, user, [h.memory_id for h in hits], now)
@@ -688,23 +689,27 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         mode = self.settings.vector_search
         return mode == "ann" or (mode == "auto" and profile.rows >= self.settings.exact_scan_rows)
 
-    async def _search_sql(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
+    async def _search_sql(self, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
+        """The one-statement ranking, sent with its query-vector ``SET`` in one round trip (``_read_batch``)."""
         dialect, s = self._db.dialect, self.settings
         approximate = self._approximate(profile)
         encoded = None if qvec is None else dialect.encode_vector(qvec)
+        batch = []
         if encoded is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
             ef = max(s.ef_search or 64, s.candidate_pool) if approximate else None
-            stmt, params = sq.bind_query_vector(encoded, ef)
-            await conn.execute(stmt, params)
-        stmt, params = sq.hybrid_search(
+            batch.append(sq.bind_query_vector(encoded, ef))
+        batch.append(sq.hybrid_search(
             app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
             settings=s, filters=flt, min_score=ms, approximate=approximate,
             fulltext_overfetch=self._overfetch(profile, flt),
-        )
-        rows = await _read_retrying_internal_error(conn, stmt, params)
+        ))
+        # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
+        # one user, never twice in a row; a search is a pure read, so it runs once more.
+        _, tuples = (await self._read_batch(batch, rerun_codes=frozenset({_OB_INTERNAL_ERROR})))[-1]
+        rows = [_SearchRow(*t) for t in tuples]
         return [
             _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
                             float(r.ctx), float(r.ver), ft_cov=float(r.ft_cov)))
@@ -758,22 +763,9 @@ class _UserProfile:
 
 
 _OB_INTERNAL_ERROR = 4016
+_SearchRow = namedtuple("_SearchRow", (*ROW_COLUMNS, *sq.SIGNAL_COLUMNS))  # type: ignore[misc]
+"""A row of ``search_sql.hybrid_search``, by its documented column order."""
 _WRITE_ATTEMPTS = 8
 """Runs of a memory write that keeps losing races with concurrent writers of the same rows (1062, 1213)."""
 
 
-async def _read_retrying_internal_error(conn: Any, stmt: Any, params: dict[str, Any]) -> list[Any]:
-    """Runs a read-only statement, once more if seekdb answers 4016 ("Internal error").
-
-    Seen once in ~1,000 hybrid searches over 100k rows in one user (exact
-    vector scan + full-text over-fetch), never twice in a row; a search is a
-    pure read, so repeating it is safe.  A second failure is raised.
-    """
-    try:
-        return (await conn.execute(stmt, params)).all()
-    except DBAPIError as exc:
-        if driver_error_code(exc) != _OB_INTERNAL_ERROR:
-            raise
-        logger.warning("seekdb internal error (4016) on a search; retrying once")
-        await conn.rollback()
-        return (await conn.execute(stmt, params)).all()
