@@ -2,7 +2,8 @@
 
 Every test runs on seekdb and on MariaDB.  ``fulltext_overfetch_rows=0`` makes
 every user "big", so small fixtures exercise the form the service uses for
-users holding thousands of memories.
+users holding thousands of memories; on seekdb it goes with the HNSW vector
+candidates (``vector_search="ann"``), as for those users.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ APP, USER = "app", "u1"
 QUERIES = ["apple pie in paris", "my sister is a nurse", "coffee and tea", "violin piano garden", "kyoto museum"]
 START = datetime(2025, 1, 1, tzinfo=timezone.utc)
 FT_ONLY = ScoreWeights(semantic=0.0, fulltext=1.0, recency=0.0, frequency=0.0, importance=0.0, context=0.0, version=0.0)
-BASE = dict(bump_access=False, vector_search="exact", retry_base_s=0.01, batch_wait_s=0.0, fulltext_overfetch_rows=0)
+BASE = dict(bump_access=False, vector_search="ann", ef_search=400, retry_base_s=0.01, batch_wait_s=0.0, fulltext_overfetch_rows=0)
 
 
 @pytest.fixture(params=["seekdb", "mariadb"])
@@ -53,7 +54,7 @@ async def test_postings_first_gives_the_row_first_ranking(db):
             want = await row_first.search(APP, USER, q, top_k=20, weights=FT_ONLY)
             got = await postings_first.search(APP, USER, q, top_k=20, weights=FT_ONLY)
             assert want and ranked(got) == ranked(want), q
-            # the hybrid ranking too (semantic candidates are the same exact scan)
+            # the hybrid ranking too (both take the same vector candidates)
             assert [h.memory_id for h in await postings_first.search(APP, USER, q, top_k=10)] == \
                 [h.memory_id for h in await row_first.search(APP, USER, q, top_k=10)]
     finally:
@@ -117,3 +118,28 @@ def test_overfetch_settings_are_checked():
     assert MemorySettings(fulltext_overfetch=None).fulltext_overfetch is None
     with pytest.raises(ValueError, match="pool"):
         bm25_ctes({"coffee": 1}, "1 = 1", {}, None, overfetch=2)
+
+
+class _DownEmbedder(HashEmbedder):
+    def embed(self, texts):
+        raise RuntimeError("embedding service down")
+
+
+async def test_long_queries_are_planned_on_every_path(db):
+    """25 query terms: one postings branch each.  Left to decide which CTEs to inline, seekdb's planner
+    blew its query memory (error 11049) from 5 terms next to the exact vector scan and from 8 without a
+    query vector; every CTE is materialised now, and only the HNSW path takes the postings-first form."""
+    query = " ".join(WORDS[:20] + ["harbour", "lantern", "orchard", "meadow", "quartz"])
+    svcs = [OceanBaseMemoryService(database=db, embedder=emb, settings=MemorySettings(**dict(BASE, **kw)))
+            for emb, kw in ((HashEmbedder(), {}), (HashEmbedder(), {"vector_search": "exact"}), (_DownEmbedder(), {}))]
+    try:
+        await svcs[0].add_memory(app_name=APP, user_id=USER, memories=entries("m", 80, seed=7))
+        await svcs[0].flush()
+        for svc in svcs:
+            hits = await svc.search(APP, USER, query, top_k=10, weights=FT_ONLY)
+            assert len(hits) == 10 and all(h.signals.fulltext > 0 for h in hits)
+        assert svcs[0]._overfetch(await svcs[0]._profile(APP, USER), None) == 2
+        assert svcs[0]._overfetch(await svcs[0]._profile(APP, USER), None, hnsw=False) is None
+    finally:
+        for svc in svcs:
+            await svc.close()

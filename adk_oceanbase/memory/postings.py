@@ -146,17 +146,21 @@ def bm25_ctes(
     if pool is not None:
         params["pool"] = int(pool)
     stats = [
-        "st AS (SELECT COUNT(*) AS n, COALESCE(AVG(term_count), 1) AS avgdl FROM agent_memories "
+        "st AS (SELECT /*+ MATERIALIZE */ COUNT(*) AS n, COALESCE(AVG(term_count), 1) AS avgdl FROM agent_memories "
         "WHERE app_name = :app AND user_id = :user AND term_count > 0)",
-        f"df AS (SELECT p.term, COUNT(*) AS df FROM {P} p WHERE p.app_name = :app AND p.user_id = :user "
+        f"df AS (SELECT /*+ MATERIALIZE */ p.term, COUNT(*) AS df FROM {P} p WHERE p.app_name = :app AND p.user_id = :user "
         f"AND p.term IN ({in_list}) GROUP BY p.term)",
-        # MATERIALIZE: the postings-first form reads ``idf`` in each term's branch; inlined there
-        # (EXPLAIN), every branch counted all the query terms' postings again.
+        # MATERIALIZE on every CTE here and in search_sql: the server materialised them all anyway
+        # (EXPLAIN: TEMP TABLE INSERT each), but left to choose, it weighed inlining each reference
+        # (``st`` is read once per term branch): planning the postings-first form grew ~2x per query
+        # term, 0.8 s at 4 terms, and from 5 terms (8 without a query vector) failed with "Exceed
+        # query memory limit" (11049) unless the vector list came from the HNSW index.  And inlined,
+        # every branch counted all the query terms' postings again (``idf``).
         "idf AS (SELECT /*+ MATERIALIZE */ d.term, d.qn, d.qn * GREATEST(LN((st.n - d.df + 0.5) / (d.df + 0.5)), "
         ":eps * LN(1 + st.n / :mean_n)) AS w "
         f"FROM (SELECT term, df, CASE term {' '.join(qn_case)} ELSE 0 END AS qn FROM df) d CROSS JOIN st)",
         # unseen query terms weigh ln((N + 0.5) / 0.5), the idf of df = 0
-        "qm AS (SELECT COALESCE(SUM(i.w), 0) + (:qn_total - COALESCE(SUM(i.qn), 0)) * LN((MAX(st.n) + 0.5) / 0.5) "
+        "qm AS (SELECT /*+ MATERIALIZE */ COALESCE(SUM(i.w), 0) + (:qn_total - COALESCE(SUM(i.qn), 0)) * LN((MAX(st.n) + 0.5) / 0.5) "
         "AS mass FROM st LEFT JOIN idf i ON 1 = 1)",
     ]
     if overfetch is not None:
@@ -197,7 +201,7 @@ def _postings_first(n_terms: int, where: str) -> list[str]:
         for i in range(n_terms)
     )
     return [
-        "fr AS (SELECT u.memory_id, SUM(u.w * u.tf / (u.tf + :kk + u.lf * u.doc_len)) * :k1p1 AS fts, "
+        "fr AS (SELECT /*+ MATERIALIZE */ u.memory_id, SUM(u.w * u.tf / (u.tf + :kk + u.lf * u.doc_len)) * :k1p1 AS fts, "
         f"SUM(u.w) AS wsum FROM ({branches}) u GROUP BY u.memory_id ORDER BY fts DESC, u.memory_id LIMIT :over)",
         "ft AS (SELECT /*+ MATERIALIZE */ r.memory_id, r.fts, r.wsum / NULLIF(qm.mass, 0) AS cov FROM fr r "
         f"JOIN agent_memories f ON f.app_name = :app AND f.user_id = :user AND f.memory_id = r.memory_id "

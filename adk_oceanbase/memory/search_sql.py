@@ -181,7 +181,7 @@ def hybrid_search(
             approximate = settings.vector_search == "ann"
         order = " APPROXIMATE" if approximate else ", a.memory_id"
         ctes.append(
-            f"ann AS (SELECT a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
+            f"ann AS (SELECT /*+ MATERIALIZE */ a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
             f"ORDER BY cosine_distance(a.embedding, {QV}){order} LIMIT :pool)"
         )
         branches.append("SELECT memory_id FROM ann")
@@ -203,7 +203,7 @@ def hybrid_search(
     # Recency reference: the newest candidate (capped at now) or now itself.
     ref = "LEAST(MAX(r.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
     sem, ft = _fusion_exprs(settings, params)
-    ctes.append("cand AS (" + " UNION ".join(branches) + ")")
+    ctes.append("cand AS (" + " UNION ".join(branches).replace("SELECT", "SELECT /*+ MATERIALIZE */", 1) + ")")
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
     out_cols = ", ".join(f"u.{c}" for c in ROW_COLUMNS)
@@ -213,7 +213,7 @@ def hybrid_search(
     ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
-  SELECT {r_cols},
+  SELECT /*+ MATERIALIZE */ {r_cols},
     {sem} AS sem,
     EXP(-{LN2} * GREATEST(TIMESTAMPDIFF(MICROSECOND, r.created_at, {ref}), 0) / 1000000.0 / :half_life) AS rec,
     LEAST(LN(1 + r.access_count) / :freq_norm, 1) AS freq,
@@ -286,11 +286,11 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     params["vdist"] = 1.0 - float(settings.version_similarity)
     params["vband"] = float(settings.version_band)
     return [
-        f"vtop AS (SELECT /*+ LEADING(g e) USE_NL(e) */ g.memory_id, g.sem_raw, g.ft, e.embedding FROM "
+        f"vtop AS (SELECT /*+ MATERIALIZE LEADING(g e) USE_NL(e) */ g.memory_id, g.sem_raw, g.ft, e.embedding FROM "
         f"(SELECT memory_id, sem_raw, ft FROM sig WHERE is_fact = 1 AND has_vec = 1 "
         f"ORDER BY :w_sem * sem + :w_ft * ft DESC, memory_id LIMIT :vpool) g "
         f"JOIN {T} e ON e.app_name = :app AND e.user_id = :user AND e.memory_id = g.memory_id)",
-        "ver AS (SELECT a.memory_id, MAX(b.ft) - a.ft AS gain FROM vtop a "
+        "ver AS (SELECT /*+ MATERIALIZE */ a.memory_id, MAX(b.ft) - a.ft AS gain FROM vtop a "
         "JOIN vtop b ON b.ft > a.ft AND ABS(a.sem_raw - b.sem_raw) <= :vband "
         "WHERE cosine_distance(a.embedding, b.embedding) <= :vdist GROUP BY a.memory_id, a.ft)",
     ]

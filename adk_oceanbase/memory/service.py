@@ -676,11 +676,16 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             logger.warning("query embedding failed; searching full-text only", exc_info=True)
             return None
 
-    def _overfetch(self, profile: _UserProfile, flt: SearchFilters | None) -> int | None:
-        """The postings-first full-text form's factor for big users without caller filters, else None."""
+    def _overfetch(self, profile: _UserProfile, flt: SearchFilters | None, hnsw: bool = True) -> int | None:
+        """The postings-first full-text form's factor for big users without caller filters, else None.
+
+        ``hnsw``: the statement takes its vector candidates from the HNSW index.  Next to an exact
+        vector scan, or with no query vector, seekdb plans the postings-first form slowly or not at
+        all (``MemorySettings.fulltext_overfetch_rows``); MariaDB (the numpy path) plans it well.
+        """
         s = self.settings
         filtered = flt is not None and any(v for v in dataclasses.astuple(flt))
-        if s.fulltext_overfetch is None or filtered or profile.rows < s.fulltext_overfetch_rows:
+        if s.fulltext_overfetch is None or filtered or not hnsw or profile.rows < s.fulltext_overfetch_rows:
             return None
         return s.fulltext_overfetch
 
@@ -704,7 +709,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
             settings=s, filters=flt, min_score=ms, approximate=approximate,
-            fulltext_overfetch=self._overfetch(profile, flt),
+            fulltext_overfetch=self._overfetch(profile, flt, hnsw=encoded is not None and approximate),
         ))
         # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
         # one user, never twice in a row; a search is a pure read, so it runs once more.

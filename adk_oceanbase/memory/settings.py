@@ -264,7 +264,12 @@ class MemorySettings:
 
     fulltext_overfetch_rows: int = 5_000
     """Users with at least this many memories get the postings-first form (``fulltext_overfetch``);
-    smaller users' row checks cost little.  Counted with ``exact_scan_rows``'s capped count."""
+    smaller users' row checks cost little.  Counted with ``exact_scan_rows``'s capped count.
+
+    On OceanBase only where the vector candidates come from the HNSW index: next to the exact vector
+    scan, planning the postings-first statement took 0.5 s at 12 query terms and 2.4 s at 25 (once
+    per statement shape; the row-first one 45 ms), and without a query vector (embedder down) 25
+    terms exceeded a 1 GB server's query memory; with the index, 40 terms plan in ~0.1 s."""
 
     ef_search: int | None = None
     """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least ``candidate_pool``
