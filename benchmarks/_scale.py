@@ -99,6 +99,47 @@ def sentence(rng: random.Random, i: int) -> str:
     return f"{rng.choice(PEOPLE)} talked about the {a} and the {b} near the {c} (note {i})."
 
 
+class TextSource:
+    """What the memories say: the synthetic sentences, or LoCoMo's turns (``--scale-text locomo``).
+
+    The synthetic text is the full-text half's hard case: every query word is
+    in ~12% of the memories, so a search sums ~25k postings at 100k rows.
+    LoCoMo's ~5.9k turns, cycled to fill ``n`` rows (author = speaker), keep
+    the share of memories each word occurs in that real conversations have,
+    with LoCoMo's questions as the queries.  Vectors stay synthetic either
+    way: the ANN half does not depend on the text.
+    """
+
+    def __init__(self, kind: str, seed: int, locomo: str | None = None) -> None:
+        self.kind = kind
+        self._rng = random.Random(seed)
+        self._turns: list[tuple[str, str]] = []
+        self._questions: list[str] = []
+        if kind == "locomo":
+            from benchmarks._locomo import load_locomo, turn_content
+
+            if not locomo:
+                raise SystemExit("--scale-text locomo needs --locomo PATH")
+            convs, _ = load_locomo(locomo)
+            self._turns = [(turn_content(t), t.speaker) for c in convs for t in c.turns]
+            self._questions = [q.question for c in convs for q in c.queries if q.category != 5]
+        elif kind != "synthetic":
+            raise SystemExit(f"--scale-text: synthetic or locomo, not {kind!r}")
+
+    def row(self, i: int) -> tuple[str, str]:
+        """Content and author of row ``i`` (called in row order)."""
+        if self._turns:
+            return self._turns[i % len(self._turns)]
+        return sentence(self._rng, i), "user"
+
+    def queries(self, nq: int, seed: int) -> list[str]:
+        rng = random.Random(seed)
+        if self._questions:
+            return [f"{q} ({j})" for j, q in enumerate(rng.sample(self._questions, nq))]
+        return [f"what did we say about the {a} and the {b}? ({j})"
+                for j, (a, b) in enumerate(rng.sample(_WORDS, 2) for _ in range(nq))]
+
+
 class LookupEmbedder:
     """Returns precomputed vectors for known texts: search latency without the model."""
 
@@ -128,31 +169,30 @@ def _user_rows(i: int, layout: str, n: int) -> np.ndarray:
     return np.arange(i % users, n, users)
 
 
-async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, seed: int, batch: int = 500) -> float:
+async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, source: TextSource, batch: int = 500) -> float:
     """Multi-row INSERTs straight into agent_memories as ``ready`` rows (no embedding queue)."""
     from adk_oceanbase.memory.extraction import search_text
     from adk_oceanbase.memory.lexical import doc_terms
 
     n = len(vecs)
-    rng = random.Random(seed)
     t0 = datetime(2024, 1, 1)
     cols = ("memory_id, app_name, user_id, content, search_text, content_hash, author, importance_score, access_count, "
             "created_at, updated_at, embedding, embedding_model, embedding_dim, embed_status, embed_attempts, extractor, "
             "term_count")
-    row = "(%s,%s,%s,%s,%s,%s,'user',0.5,0,%s,%s,%s,%s,384,'ready',0,'bench',%s)"
+    row = "(%s,%s,%s,%s,%s,%s,%s,0.5,0,%s,%s,%s,%s,384,'ready',0,'bench',%s)"
     start = time.perf_counter()
     for lo in range(0, n, batch):
         args: list[Any] = []
         posts: list[Any] = []
         hi = min(n, lo + batch)
         for i in range(lo, hi):
-            content = sentence(rng, i)
+            content, author = source.row(i)
             created = t0 + timedelta(minutes=i)
-            stext = search_text("user", created, content)
+            stext = search_text(author, created, content)
             terms = doc_terms(stext)
             args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, stext,
-                     hashlib.sha256(content.encode()).hexdigest(), created, created, _vec_text(vecs[i]), MODEL,
-                     sum(terms.values())]
+                     hashlib.sha256(f"{i} {content}".encode()).hexdigest(), author, created, created,
+                     _vec_text(vecs[i]), MODEL, sum(terms.values())]
             for term, tf in terms.items():
                 posts += [APP, _user_of(i, layout, n), term, f"m{i:08d}", tf, sum(terms.values())]
         async with db.engine.begin() as conn:
@@ -323,11 +363,10 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
     for j, i in enumerate(picks):
         rows = _user_rows(int(i), layout, n)
         truth.append([f"m{r:08d}" for r in rows[np.argsort(-(vecs[rows] @ qvecs[j]))[:10]]])
-    trng = random.Random(args.seed + 2)
-    qtexts = [f"what did we say about the {a} and the {b}? ({j})"
-              for j, (a, b) in enumerate(trng.sample(_WORDS, 2) for _ in range(nq))]
+    source = TextSource(getattr(args, "scale_text", "synthetic"), args.seed, getattr(args, "locomo", None))
+    qtexts = source.queries(nq, args.seed + 2)
 
-    dbname = f"bench_scale_{layout}_{n}"
+    dbname = f"bench_scale_{layout}_{n}" + ("" if source.kind == "synthetic" else f"_{source.kind}")
     url = server.url(dbname, scheme="oceanbase") if server else args.url.rsplit("/", 1)[0] + "/" + dbname
     port = int(url.rsplit(":", 1)[1].split("/")[0])
     res: dict[str, Any] = {"layout": layout, "users": max(n // PER_USER, 1) if layout == "users" else 1,
@@ -341,7 +380,7 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
         await upgrade(db)
         res["reused_database"] = reuse
         if not reuse:
-            res["insert_seconds"] = await _bulk_insert(db, vecs, layout, args.seed)
+            res["insert_seconds"] = await _bulk_insert(db, vecs, layout, source)
         base = [{"app": APP, "user": u, "model": MODEL, "qv": _vec_text(q)} for u, q in zip(users, qvecs)]
         async with db.engine.connect() as conn:
             await conn.execute(text("SET ob_query_timeout = 600000000"))
@@ -453,10 +492,11 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "numpy", "SQLAlchemy")),
                               "n": args.scale, "queries": args.scale_queries, "seed": args.seed,
                               "candidate_pool": pool, "vectors": "clustered_vectors (1000-centre Gaussian mixture)",
-                              "layouts": {}}
+                              "text": getattr(args, "scale_text", "synthetic"), "layouts": {}}
     with seekdb_or_url(args.url, memory_budget=getattr(args, "scale_memory", "4G"), log_disk_size="8G") as server:
         print_environment(result["environment"])
-        print(f"\n== scale: {args.scale} memories in one app, {args.scale_queries} queries, candidate pool {pool}")
+        print(f"\n== scale: {args.scale} memories in one app ({result['text']} text), {args.scale_queries} queries, "
+              f"candidate pool {pool}")
         for layout in args.scale_layouts.split(","):  # printed as each finishes: a killed run keeps what it measured
             result["layouts"][layout] = await _run_layout(args, layout, server, efs, pool)
             _print_layout(result["layouts"][layout])

@@ -370,6 +370,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--scale-queries", type=int, default=200, help="scale mode: queries for the SQL runs")
     p.add_argument("--scale-layouts", default="users,single", help="scale mode: users (1,000 x N/1,000) and/or single (1 x N)")
     p.add_argument("--scale-service-queries", type=int, default=20, help="scale mode: queries through the service")
+    p.add_argument("--scale-text", default="synthetic",
+                   help="scale mode: synthetic sentences (every query word in ~12%% of rows) or locomo (LoCoMo's "
+                        "turns cycled, its questions as queries; needs --locomo)")
     p.add_argument("--scale-memory", default="4G", help="scale mode: memory_budget of the started seekdb (1M rows: 10G)")
     p.add_argument("--ef-search", default="64", help="scale mode: comma list of ob_hnsw_ef_search values")
     p.add_argument("--histories", action="store_true",
