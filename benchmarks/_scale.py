@@ -104,16 +104,17 @@ class TextSource:
 
     The synthetic text is the full-text half's hard case: every query word is
     in ~12% of the memories, so a search sums ~25k postings at 100k rows.
-    LoCoMo's ~5.9k turns, cycled to fill ``n`` rows (author = speaker), keep
-    the share of memories each word occurs in that real conversations have,
-    with LoCoMo's questions as the queries.  Vectors stay synthetic either
-    way: the ANN half does not depend on the text.
+    LoCoMo's ~5.9k turns, cycled to fill ``n`` rows (author = speaker, the
+    turn's own time moved on 3 years per cycle), keep the share of memories
+    each word occurs in that real conversations have, with LoCoMo's questions
+    as the queries.  Vectors stay synthetic either way: the ANN half does not
+    depend on the text.
     """
 
     def __init__(self, kind: str, seed: int, locomo: str | None = None) -> None:
         self.kind = kind
         self._rng = random.Random(seed)
-        self._turns: list[tuple[str, str]] = []
+        self._turns: list[tuple[str, str, datetime]] = []
         self._questions: list[str] = []
         if kind == "locomo":
             from benchmarks._locomo import load_locomo, turn_content
@@ -121,21 +122,22 @@ class TextSource:
             if not locomo:
                 raise SystemExit("--scale-text locomo needs --locomo PATH")
             convs, _ = load_locomo(locomo)
-            self._turns = [(turn_content(t), t.speaker) for c in convs for t in c.turns]
-            self._questions = [q.question for c in convs for q in c.queries if q.category != 5]
+            self._turns = [(turn_content(t), t.speaker, t.time.replace(tzinfo=None)) for c in convs for t in c.turns]
+            self._questions = sorted({q.question for c in convs for q in c.queries if q.category != 5})
         elif kind != "synthetic":
             raise SystemExit(f"--scale-text: synthetic or locomo, not {kind!r}")
 
-    def row(self, i: int) -> tuple[str, str]:
-        """Content and author of row ``i`` (called in row order)."""
+    def row(self, i: int) -> tuple[str, str, datetime]:
+        """Content, author and creation time of row ``i`` (called in row order)."""
         if self._turns:
-            return self._turns[i % len(self._turns)]
-        return sentence(self._rng, i), "user"
+            content, author, at = self._turns[i % len(self._turns)]
+            return content, author, at + timedelta(days=3 * 365 * (i // len(self._turns)))
+        return sentence(self._rng, i), "user", datetime(2024, 1, 1) + timedelta(minutes=i)
 
     def queries(self, nq: int, seed: int) -> list[str]:
         rng = random.Random(seed)
         if self._questions:
-            return [f"{q} ({j})" for j, q in enumerate(rng.sample(self._questions, nq))]
+            return rng.sample(self._questions, nq)
         return [f"what did we say about the {a} and the {b}? ({j})"
                 for j, (a, b) in enumerate(rng.sample(_WORDS, 2) for _ in range(nq))]
 
@@ -175,7 +177,6 @@ async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, source: TextSourc
     from adk_oceanbase.memory.lexical import doc_terms
 
     n = len(vecs)
-    t0 = datetime(2024, 1, 1)
     cols = ("memory_id, app_name, user_id, content, search_text, content_hash, author, importance_score, access_count, "
             "created_at, updated_at, embedding, embedding_model, embedding_dim, embed_status, embed_attempts, extractor, "
             "term_count")
@@ -186,8 +187,7 @@ async def _bulk_insert(db: Any, vecs: np.ndarray, layout: str, source: TextSourc
         posts: list[Any] = []
         hi = min(n, lo + batch)
         for i in range(lo, hi):
-            content, author = source.row(i)
-            created = t0 + timedelta(minutes=i)
+            content, author, created = source.row(i)
             stext = search_text(author, created, content)
             terms = doc_terms(stext)
             args += [f"m{i:08d}", APP, _user_of(i, layout, n), content, stext,
