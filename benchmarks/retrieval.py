@@ -365,6 +365,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    "in numpy from candidates captured once (benchmarks/_gate_replay.py): 'default' or ';'-separated "
                    "--ours override strings")
     p.add_argument("--replay-cache", help="--gate-replay: pickle of the captured candidates (read if present, else written)")
+    p.add_argument("--lme-replay-cache", help="--gate-replay with --longmemeval: pickle of LongMemEval's captured tune "
+                   "half (read if present, else written)")
     p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
     p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
     p.add_argument("--scale-queries", type=int, default=200, help="scale mode: queries for the SQL runs")
@@ -397,7 +399,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    if args.longmemeval:
+    if args.gate_replay:  # with --longmemeval too: the LongMemEval tune half joins the replay
+        from benchmarks._gate_replay import run_gate_replay
+
+        results = asyncio.run(run_gate_replay(args))
+    elif args.longmemeval:
         from benchmarks._longmemeval import print_lme_tables, run_longmemeval
 
         results = asyncio.run(run_longmemeval(args))
@@ -415,10 +421,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks._tune import run_tune_grid
 
         results = asyncio.run(run_tune_grid(args))
-    elif args.gate_replay:
-        from benchmarks._gate_replay import run_gate_replay
-
-        results = asyncio.run(run_gate_replay(args))
     elif args.grid:
         from benchmarks._grid import run_grid
 

@@ -157,6 +157,11 @@ class MemorySettings:
 
     2 rather than 1: trivial turns ("ok", "thanks") are not stored but keep their positions."""
 
+    context_mode: Literal["best", "gap"] = "best"
+    """What the context signal adds: ``best`` = the best neighbour's relevance; ``gap`` = only what
+    the best neighbour has beyond the turn's own relevance, ``max(0, best - own)`` (the version
+    signal's rule)."""
+
     version_similarity: float = 0.6
     """Cosine similarity between two facts' embeddings from which they may be versions of one fact.
 
@@ -389,6 +394,8 @@ class MemorySettings:
     semantic signal (full-text, recency, ... only) and logs a warning."""
 
     def __post_init__(self) -> None:
+        if self.context_mode not in ("best", "gap"):
+            raise ConfigurationError(f"context_mode must be 'best' or 'gap', got {self.context_mode!r}")
         if self.fulltext_overfetch is not None and (
             isinstance(self.fulltext_overfetch, bool) or not isinstance(self.fulltext_overfetch, int)
             or self.fulltext_overfetch < 1
