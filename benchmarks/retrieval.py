@@ -104,6 +104,9 @@ the tune split (``--gate-replay default``): the most clean abstentions at no los
 ABSTAIN_VARIANT = {"gsim": 0.76, "glex": 0.25, "gfill": 1.0}
 """``ours-abstain``: a stricter lexical floor than the default, an opt-in trade-off read off the tune split's
 frontier (``--gate-replay``): 64% clean abstentions for -0.010 LoCoMo R@10 and -0.08 knowledge-update R@1."""
+PREVIOUS_DEFAULTS = {"semantic": 0.5, "fulltext": 0.5, "context": 0.7, "cgap": 0}
+"""``ours-previous``: ours with the ranking defaults before 2026-11-23's LongMemEval round (semantic / full
+text 0.5 / 0.5, context 0.7 adding the best neighbour's whole relevance), for before/after in one run."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
 
 
@@ -220,7 +223,11 @@ def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, 
         from benchmarks._ours import OursSystem
 
         return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **ABSTAIN_VARIANT})
-    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")
+    if name == "ours-previous":
+        from benchmarks._ours import OursSystem
+
+        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **PREVIOUS_DEFAULTS})
+    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}, ours-previous")
 
 
 def _parse_overrides(spec: str | None) -> dict[str, float]:
