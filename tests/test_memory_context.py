@@ -111,6 +111,7 @@ async def _ingest(memory: OceanBaseMemoryService) -> None:
 
 @pytest.mark.parametrize("scoring", ["sql", "numpy"])
 async def test_the_answer_next_to_the_question_rises_with_the_context_signal(database, scoring):
+    """``context_mode="best"``: a turn borrows its best neighbour's whole relevance (the gap mode: below)."""
     weights = dict(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0)
     plain = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings(context=0.0, **weights))
     with_ctx = OceanBaseMemoryService(
@@ -118,7 +119,7 @@ async def test_the_answer_next_to_the_question_rises_with_the_context_signal(dat
         embedder=HashEmbedder(),
         settings=MemorySettings(
             bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
-            weights=ScoreWeights(context=0.5, **weights), context_window=2,
+            weights=ScoreWeights(context=0.5, **weights), context_window=2, context_mode="best",
         ),
     )
     try:
