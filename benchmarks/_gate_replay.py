@@ -11,6 +11,10 @@ prefiltered rows, and re-ranks them under every grid setting with
 tests in ``tests/test_memory_relevance_gate.py`` / ``test_memory_ranking.py``);
 the chosen setting is confirmed on seekdb by ``--tune-grid`` / ``--split``.
 
+With ``--longmemeval`` the LongMemEval tune half is captured and replayed too
+(``_lme_replay.py``) and the setting is chosen by ``_tune.choose_ranking``
+(ranking settings: weights, ``context_mode``, window) instead of the gate rule.
+
 Also writes per-question features (best raw cosine, best ``ft_cov``, best
 cosine minus the candidates' mean) so the floors can be read off their
 distributions, answerable against unanswerable.

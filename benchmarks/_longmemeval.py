@@ -24,10 +24,12 @@ Mapping (one question = one user, ``scope`` = ``question_id``):
   sets are.
 
 Systems: every ``--systems`` entry as on LoCoMo (``benchmarks.retrieval.build_system``), the tuned
-baselines' weights chosen on the tune questions.  ``ours-abstain`` and the
-diagnostic ``ours-relevance`` (semantic + full text only) are search-time
-settings, measured on ``ours``' rows without a second ingest
-(``OursSystem.use_settings``).
+baselines' weights chosen on the tune questions.  ``ours-abstain``, the
+diagnostic ``ours-relevance`` (semantic + full text only) and ``ours-previous``
+(the ranking defaults before the 16-per-type round, ``retrieval.PREVIOUS_DEFAULTS``)
+are search-time settings, measured on ``ours``' rows without a second ingest
+(``OursSystem.use_settings``).  Ours' own settings are replayed on the tune half
+only (``_lme_replay.py``).
 
 Selection (``select_questions``): strata are the six question types plus
 ``abstention``; inside a stratum questions are ordered by the SHA-256 of their
