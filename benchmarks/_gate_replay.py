@@ -11,6 +11,10 @@ prefiltered rows, and re-ranks them under every grid setting with
 tests in ``tests/test_memory_relevance_gate.py`` / ``test_memory_ranking.py``);
 the chosen setting is confirmed on seekdb by ``--tune-grid`` / ``--split``.
 
+With ``--longmemeval`` the LongMemEval tune half is captured and replayed too
+(``_lme_replay.py``) and the setting is chosen by ``_tune.choose_ranking``
+(ranking settings: weights, ``context_mode``, window) instead of the gate rule.
+
 Also writes per-question features (best raw cosine, best ``ft_cov``, best
 cosine minus the candidates' mean) so the floors can be read off their
 distributions, answerable against unanswerable.
@@ -19,13 +23,14 @@ distributions, answerable against unanswerable.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import pickle
 import time
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Iterator
 
 import numpy as np
 
@@ -38,12 +43,11 @@ from benchmarks._tune import DEFAULT_GRID, _summary, choose, load_tune_split
 __all__ = ["capture", "replay", "run_gate_replay"]
 
 
-async def capture(args: argparse.Namespace) -> dict[str, Any]:
-    """Loads the tune split and records, per question, the numpy path's rows and ranking arguments."""
+@contextlib.contextmanager
+def spying() -> Iterator[list[tuple[list[dict], dict]]]:
+    """While open, every ``rank_rows`` call of the service records its rows and keyword arguments."""
     import adk_oceanbase.memory.service as service_mod
 
-    embedder, now, (loco, _), (ku, _) = load_tune_split(args)
-    out: dict[str, Any] = {"datasets": {}}
     real = service_mod.rank_rows
     seen: list[tuple[list[dict], dict]] = []
 
@@ -51,28 +55,49 @@ async def capture(args: argparse.Namespace) -> dict[str, Any]:
         seen.append(([dict(r._mapping) for r in rows], {k: v for k, v in kw.items() if k != "decode"}))
         return real(rows, **kw)
 
+    service_mod.rank_rows = spy
+    try:
+        yield seen
+    finally:
+        service_mod.rank_rows = real
+
+
+def numpy_path(ours: OursSystem) -> Any:
+    """Switches ``ours``' live service to the numpy path; returns its vector decoder."""
+    svc = ours._svc
+    svc.settings = dataclasses.replace(svc.settings, scoring="numpy")
+    return svc.database.dialect.decode_vector
+
+
+async def captured_search(ours: OursSystem, seen: list, decode: Any, scope: str, question: str, vector: Any,
+                          top_k: int) -> tuple[list[dict], dict]:
+    """One search through ``ours`` (numpy path, inside ``spying``): its prefiltered rows, embeddings decoded
+    once here (not per replayed setting), and ``rank_rows``' arguments."""
+    seen.clear()
+    await ours.search(scope, question, vector, top_k)
+    rows, kw = seen[0] if seen else ([], {})
+    for r in rows:
+        r["embedding"] = None if r["embedding"] is None else decode(r["embedding"])
+    return rows, kw
+
+
+async def capture(args: argparse.Namespace) -> dict[str, Any]:
+    """Loads the tune split and records, per question, the numpy path's rows and ranking arguments."""
+    embedder, now, (loco, _), (ku, _) = load_tune_split(args)
+    out: dict[str, Any] = {"datasets": {}}
     with seekdb_or_url(args.url, memory_budget="2G") as server:
         url = server.url("bench_gate_replay", scheme="oceanbase") if server else args.url
         ours = OursSystem(url, embedder)
         try:
             await load_locomo_and_ku(ours, loco, ku)
-            svc = ours._svc
-            svc.settings = dataclasses.replace(svc.settings, scoring="numpy")
-            decode = svc.database.dialect.decode_vector
-            service_mod.rank_rows = spy
-            try:
+            decode = numpy_path(ours)
+            with spying() as seen:
                 for ds in (loco, ku):
                     qs = []
                     for q in ds.queries:
-                        seen.clear()
-                        await ours.search(q.scope, q.question, q.vector, args.top_k)
-                        rows, kw = seen[0] if seen else ([], {})
-                        for r in rows:  # decoded once here, not per setting
-                            r["embedding"] = None if r["embedding"] is None else decode(r["embedding"])
+                        rows, kw = await captured_search(ours, seen, decode, q.scope, q.question, q.vector, args.top_k)
                         qs.append({"group": q.group, "relevant": q.relevant, "rows": rows, "kw": kw})
                     out["datasets"][ds.name] = {"headline": ds.headline_groups, "queries": qs}
-            finally:
-                service_mod.rank_rows = real
         finally:
             await ours.close()
     return out
@@ -84,7 +109,7 @@ def _rank(q: dict, settings: Any, top_k: int) -> list[str]:
     if not q["rows"]:
         return []
     rows = [SimpleNamespace(**r) for r in q["rows"]]
-    kw = dict(q["kw"], settings=settings, top_k=top_k)
+    kw = dict(q["kw"], settings=settings, weights=settings.weights, top_k=top_k)  # a search without weights uses the settings'
     ranked = rank_rows(rows, decode=lambda v: v, **kw)
     return [d for r, _ in ranked for d in (json.loads(r.event_ids) if r.event_ids else None) or [r.memory_id]]
 
@@ -126,32 +151,49 @@ def features(captured: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+async def _cached(path: str | None, make: Any) -> dict[str, Any]:
+    """The pickle at ``path`` if it exists, else ``await make()`` (written there when a path is given)."""
+    cache = Path(path) if path else None
+    if cache is not None and cache.exists():
+        return pickle.loads(cache.read_bytes())
+    captured = await make()
+    if cache is not None:
+        cache.write_bytes(pickle.dumps(captured))
+    return captured
+
+
 async def run_gate_replay(args: argparse.Namespace) -> dict[str, Any]:
+    """Every grid setting re-ranked over the captured tune split; with ``--longmemeval`` also over
+    LongMemEval's tune half (``_lme_replay``), and the setting is then chosen by ``choose_ranking``."""
     from adk_oceanbase.memory import MemorySettings
+    from benchmarks._lme_replay import LME_METRICS, capture_lme, replay_lme
+    from benchmarks._tune import choose_ranking
     from benchmarks.retrieval import _parse_overrides
 
-    cache = Path(args.replay_cache) if args.replay_cache else None
-    if cache is not None and cache.exists():
-        captured = pickle.loads(cache.read_bytes())
-    else:
-        captured = await capture(args)
-        if cache is not None:
-            cache.write_bytes(pickle.dumps(captured))
+    captured = await _cached(args.replay_cache, lambda: capture(args))
+    lme = await _cached(args.lme_replay_cache, lambda: capture_lme(args)) if args.longmemeval else None
     base = dataclasses.replace(MemorySettings(), scoring="numpy")
     grid = args.gate_replay.split(";") if args.gate_replay != "default" else DEFAULT_GRID
     result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "sentence-transformers")),
                               "split": "tune", "mode": "numpy replay of captured candidates", "runs": [],
                               "features": features(captured)}
+    if lme is not None:
+        result["longmemeval"] = {"file": lme["file"], "per_type": lme["per_type"], "tune_questions": lme["questions"]}
     for spec in grid:
         t0 = time.perf_counter()
-        run = {"setting": spec or "defaults", **replay(captured, settings_from_overrides(base, _parse_overrides(spec)),
-                                                        args.top_k)}
+        settings = settings_from_overrides(base, _parse_overrides(spec))
+        run = {"setting": spec or "defaults", **replay(captured, settings, args.top_k)}
+        line = ""
+        if lme is not None:
+            run["lme"] = replay_lme(lme, settings, args.top_k)
+            run["lme_turn_ndcg10"] = run["lme"]["overall"]["turn_nDCG@10"]
+            line = "  LME " + " ".join(f"{m} {run['lme']['overall'][m]:.3f}" for m in LME_METRICS)
         run["seconds"] = time.perf_counter() - t0
         result["runs"].append(run)
         print(f"{run['setting']}: LoCoMo R@10 {run['locomo_r10']:.3f}  KU R@1 {run['ku_r1']:.3f}  "
               f"abstain clean {run['abstain_clean']:.3f}  cat5 clean {run['cat5_clean']:.3f}  "
-              f"returned {run['locomo_returned']:.1f}  ({run['seconds']:.0f} s)", flush=True)
-    best = choose(result["runs"])
-    result["chosen"] = {"setting": best["setting"]}
+              f"returned {run['locomo_returned']:.1f}{line}  ({run['seconds']:.0f} s)", flush=True)
+    best = choose_ranking(result["runs"]) if lme is not None else choose(result["runs"])
+    result["chosen"] = {"setting": best["setting"], "rule": "choose_ranking" if lme is not None else "choose"}
     print(f"\nchosen (rule in benchmarks/_tune.py): {best['setting']}")
     return result

@@ -24,10 +24,12 @@ Mapping (one question = one user, ``scope`` = ``question_id``):
   sets are.
 
 Systems: every ``--systems`` entry as on LoCoMo (``benchmarks.retrieval.build_system``), the tuned
-baselines' weights chosen on the tune questions.  ``ours-abstain`` and the
-diagnostic ``ours-relevance`` (semantic + full text only) are search-time
-settings, measured on ``ours``' rows without a second ingest
-(``OursSystem.use_settings``).
+baselines' weights chosen on the tune questions.  ``ours-abstain``, the
+diagnostic ``ours-relevance`` (semantic + full text only) and ``ours-previous``
+(the ranking defaults before the 16-per-type round, ``retrieval.PREVIOUS_DEFAULTS``)
+are search-time settings, measured on ``ours``' rows without a second ingest
+(``OursSystem.use_settings``).  Ours' own settings are replayed on the tune half
+only (``_lme_replay.py``).
 
 Selection (``select_questions``): strata are the six question types plus
 ``abstention``; inside a stratum questions are ordered by the SHA-256 of their
@@ -288,7 +290,7 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     from benchmarks._baseline_tuning import tune_dense_recency, tune_fusion
     from benchmarks._common import environment, seekdb_or_url
     from benchmarks._embed_cache import CachedEmbedder
-    from benchmarks.retrieval import ABSTAIN_VARIANT, GATE_VARIANT, PACKAGES, build_system
+    from benchmarks.retrieval import ABSTAIN_VARIANT, GATE_VARIANT, PACKAGES, PREVIOUS_DEFAULTS, build_system
 
     env = environment(PACKAGES)  # first: the commit and a clean tree as the run starts
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
@@ -315,9 +317,9 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     with seekdb_or_url(args.url if needs_db else "unused", memory_budget="2G") as server:
         url = server.url("bench_lme", scheme="oceanbase") if server else args.url
         ours = None
-        variants = {"ours-gate": GATE_VARIANT, "ours-abstain": ABSTAIN_VARIANT}
-        if "ours" in systems:  # diagnostic, on ours' rows: which signals cost or earn recall here
-            systems = systems + ["ours-relevance"]
+        variants = {"ours-gate": GATE_VARIANT, "ours-abstain": ABSTAIN_VARIANT, "ours-previous": PREVIOUS_DEFAULTS}
+        if "ours" in systems:  # diagnostics, on ours' rows: which signals cost or earn recall here; the old defaults
+            systems = systems + [s for s in ("ours-relevance", "ours-previous") if s not in systems]
             variants["ours-relevance"] = RELEVANCE_ONLY
         for name in systems:
             if name in variants and ours is not None:  # search-time settings only: reuse ours' rows

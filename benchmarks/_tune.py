@@ -28,7 +28,7 @@ from benchmarks._ours import OursSystem, load_locomo_and_ku, settings_from_overr
 from benchmarks._report import format_table
 from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
 
-__all__ = ["DEFAULT_GRID", "TOLERANCE", "choose", "run_tune_grid"]
+__all__ = ["DEFAULT_GRID", "TOLERANCE", "choose", "choose_ranking", "run_tune_grid"]
 
 TOLERANCE = 0.005
 """How much tune R@10 / R@1 a gate may cost and still count as 'no loss' (about one question in 200)."""
@@ -39,6 +39,16 @@ DEFAULT_GRID = [
       for lx in (0.12, 0.15, 0.17, 0.18, 0.2, 0.25)],
 ]
 """The grid behind the default gate (lexical evidence = ``ft_cov``), ``--gate-replay default``."""
+
+
+def choose_ranking(runs: list[dict[str, Any]], tolerance: float = TOLERANCE) -> dict[str, Any]:
+    """Ranking settings (``--gate-replay`` with ``--longmemeval``): among the settings whose LoCoMo tune
+    R@10 and knowledge-update tune R@1 are within ``tolerance`` of the reference (``runs[0]``, the
+    defaults), the best LongMemEval tune turn nDCG@10; ties go to the better LoCoMo R@10, then to the
+    earlier setting in the grid."""
+    ref = runs[0]
+    ok = [r for r in runs if r["locomo_r10"] >= ref["locomo_r10"] - tolerance and r["ku_r1"] >= ref["ku_r1"] - tolerance]
+    return max(ok, key=lambda r: (round(r["lme_turn_ndcg10"], 9), round(r["locomo_r10"], 9), -runs.index(r)))
 
 
 def _floors(setting: str) -> tuple[float, float]:

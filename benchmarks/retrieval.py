@@ -104,6 +104,9 @@ the tune split (``--gate-replay default``): the most clean abstentions at no los
 ABSTAIN_VARIANT = {"gsim": 0.76, "glex": 0.25, "gfill": 1.0}
 """``ours-abstain``: a stricter lexical floor than the default, an opt-in trade-off read off the tune split's
 frontier (``--gate-replay``): 64% clean abstentions for -0.010 LoCoMo R@10 and -0.08 knowledge-update R@1."""
+PREVIOUS_DEFAULTS = {"semantic": 0.5, "fulltext": 0.5, "context": 0.7, "cgap": 0}
+"""``ours-previous``: ours with the ranking defaults before 2026-11-23's LongMemEval round (semantic / full
+text 0.5 / 0.5, context 0.7 adding the best neighbour's whole relevance), for before/after in one run."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
 
 
@@ -220,7 +223,11 @@ def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, 
         from benchmarks._ours import OursSystem
 
         return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **ABSTAIN_VARIANT})
-    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}")
+    if name == "ours-previous":
+        from benchmarks._ours import OursSystem
+
+        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **PREVIOUS_DEFAULTS})
+    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}, ours-previous")
 
 
 def _parse_overrides(spec: str | None) -> dict[str, float]:
@@ -365,6 +372,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    "in numpy from candidates captured once (benchmarks/_gate_replay.py): 'default' or ';'-separated "
                    "--ours override strings")
     p.add_argument("--replay-cache", help="--gate-replay: pickle of the captured candidates (read if present, else written)")
+    p.add_argument("--lme-replay-cache", help="--gate-replay with --longmemeval: pickle of LongMemEval's captured tune "
+                   "half (read if present, else written)")
     p.add_argument("--no-ku", action="store_true", help="skip the knowledge-update set")
     p.add_argument("--scale", type=int, default=0, help="scale mode: N synthetic memories in one app, ANN vs exact")
     p.add_argument("--scale-queries", type=int, default=200, help="scale mode: queries for the SQL runs")
@@ -400,7 +409,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(asctime)s %(name)s %(message)s")
-    if args.longmemeval:
+    if args.gate_replay:  # with --longmemeval too: the LongMemEval tune half joins the replay
+        from benchmarks._gate_replay import run_gate_replay
+
+        results = asyncio.run(run_gate_replay(args))
+    elif args.longmemeval:
         from benchmarks._longmemeval import print_lme_tables, run_longmemeval
 
         results = asyncio.run(run_longmemeval(args))
@@ -418,10 +431,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         from benchmarks._tune import run_tune_grid
 
         results = asyncio.run(run_tune_grid(args))
-    elif args.gate_replay:
-        from benchmarks._gate_replay import run_gate_replay
-
-        results = asyncio.run(run_gate_replay(args))
     elif args.grid:
         from benchmarks._grid import run_grid
 

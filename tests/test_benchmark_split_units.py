@@ -26,7 +26,7 @@ from benchmarks._split import (
 )
 from benchmarks._split_data import query_rows
 from benchmarks._synthetic import PEOPLE, make_knowledge_update_set
-from benchmarks._tune import choose
+from benchmarks._tune import choose, choose_ranking
 
 T0 = datetime(2024, 1, 1, tzinfo=timezone.utc)
 
@@ -160,3 +160,38 @@ def test_tune_rule_breaks_near_ties_towards_the_lower_floors():
         {"setting": "gsim=0.65,glex=0.15", "locomo_r10": 0.70, "ku_r1": 0.50, "abstain_clean": 0.447},
     ]
     assert choose(runs)["setting"] == "gsim=0.76,glex=0.15"
+
+
+def test_ranking_rule_keeps_locomo_and_ku_and_maximises_longmemeval_ndcg():
+    runs = [
+        {"setting": "defaults", "locomo_r10": 0.746, "ku_r1": 0.528, "lme_turn_ndcg10": 0.65},
+        {"setting": "better-lme", "locomo_r10": 0.744, "ku_r1": 0.528, "lme_turn_ndcg10": 0.70},
+        {"setting": "locomo-loss", "locomo_r10": 0.70, "ku_r1": 0.528, "lme_turn_ndcg10": 0.80},
+        {"setting": "ku-loss", "locomo_r10": 0.75, "ku_r1": 0.44, "lme_turn_ndcg10": 0.80},
+        {"setting": "same-lme-better-locomo", "locomo_r10": 0.748, "ku_r1": 0.528, "lme_turn_ndcg10": 0.70},
+    ]
+    assert choose_ranking(runs)["setting"] == "same-lme-better-locomo"
+    assert choose_ranking(runs[:1])["setting"] == "defaults"
+
+
+def test_replay_ranks_with_the_settings_weights_not_the_captured_ones():
+    """A captured search's keyword arguments hold the weights it ran with; a replayed setting's weights win."""
+    import dataclasses
+    from datetime import datetime, timezone
+
+    from adk_oceanbase.memory import MemorySettings, ScoreWeights
+    from benchmarks._gate_replay import _rank
+
+    now = datetime(2024, 1, 1, tzinfo=timezone.utc)
+    row = dict(memory_id="", content="", author="user", session_id="s", event_ids=None, topics=None,
+               custom_metadata=None, importance_score=0.5, access_count=0, last_accessed_at=None, created_at=now,
+               extractor="turn:user", superseded_by=None, turn_pos=None, confidence=1.0, occurrences=1,
+               embedding_model="m", fts=0.0, ft_cov=0.0)
+    close = dict(row, memory_id="close", embedding=np.array([1.0, 0.0]), fts=0.0)
+    worded = dict(row, memory_id="worded", embedding=np.array([0.6, 0.8]), fts=5.0, ft_cov=1.0)
+    base = dataclasses.replace(MemorySettings(), scoring="numpy")
+    semantic_only = ScoreWeights(semantic=1.0, fulltext=0.0, recency=0, frequency=0, importance=0, context=0, version=0)
+    q = {"rows": [close, worded], "kw": dict(query_vector=np.array([1.0, 0.0]), embedding_model="m", now=now,
+                                             top_k=10, weights=semantic_only, settings=base, min_score=None)}
+    assert _rank(q, base, 10)[0] == "worded"  # the default weights: the full-text match wins
+    assert _rank(q, dataclasses.replace(base, weights=semantic_only), 10)[0] == "close"

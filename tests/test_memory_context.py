@@ -111,6 +111,7 @@ async def _ingest(memory: OceanBaseMemoryService) -> None:
 
 @pytest.mark.parametrize("scoring", ["sql", "numpy"])
 async def test_the_answer_next_to_the_question_rises_with_the_context_signal(database, scoring):
+    """``context_mode="best"``: a turn borrows its best neighbour's whole relevance (the gap mode: below)."""
     weights = dict(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0)
     plain = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings(context=0.0, **weights))
     with_ctx = OceanBaseMemoryService(
@@ -118,7 +119,7 @@ async def test_the_answer_next_to_the_question_rises_with_the_context_signal(dat
         embedder=HashEmbedder(),
         settings=MemorySettings(
             bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
-            weights=ScoreWeights(context=0.5, **weights), context_window=2,
+            weights=ScoreWeights(context=0.5, **weights), context_window=2, context_mode="best",
         ),
     )
     try:
@@ -157,14 +158,59 @@ async def test_the_answer_next_to_the_question_rises_with_the_context_signal(dat
         await plain.close()
 
 
-async def test_sql_and_numpy_agree_on_the_context_signal(pristine_database):
+@pytest.mark.parametrize("scoring", ["sql", "numpy"])
+async def test_gap_context_lends_only_what_a_neighbour_has_beyond_the_turn_itself(database, scoring):
+    """``context_mode="gap"``: a turn's own relevance is not counted twice; the weaker turn of a pair borrows
+    the difference, the stronger one nothing, so a borrower never outranks the turn it borrows from."""
+    weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
+    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(
+        bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
+        context_mode="gap"))
+    try:
+        await _ingest(memory)
+        hits = await memory.search(APP, USER, "where did you go on vacation last summer", top_k=10)
+        by_text = {h.entry.content.parts[0].text: h for h in hits}
+
+        def own(h) -> float:
+            return 0.7 * h.signals.semantic + 0.3 * h.signals.fulltext
+
+        trip = [by_text[t] for _, t in TRIP if t in by_text]
+        assert len(trip) >= 3
+        for h in hits:
+            text_ = h.entry.content.parts[0].text
+            session = TRIP if text_ in dict((t, a) for a, t in TRIP) else FILLER
+            texts = [t for _, t in session]
+            i = texts.index(text_)
+            near = [by_text[t] for j, t in enumerate(texts) if 0 < abs(j - i) <= 2 and t in by_text]
+            best = max([0.0] + [own(n) for n in near])
+            assert h.signals.context == pytest.approx(max(best - max(own(h), 0.0), 0.0), abs=1e-6)
+            assert h.score == pytest.approx(own(h) + 0.5 * h.signals.context, abs=1e-6)
+        question = by_text[TRIP[0][1]]
+        assert question.signals.context == 0  # the strongest turn of its neighbourhood borrows nothing
+        assert hits[0].memory_id == question.memory_id
+        answer = by_text[TRIP[1][1]]
+        assert 0 < answer.signals.context and answer.score < question.score
+    finally:
+        await memory.close()
+
+
+def test_unknown_context_mode_is_a_configuration_error():
+    from adk_oceanbase.errors import ConfigurationError
+
+    with pytest.raises(ConfigurationError):
+        MemorySettings(context_mode="mean")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["best", "gap"])
+async def test_sql_and_numpy_agree_on_the_context_signal(pristine_database, mode):
     database = pristine_database
 
     def svc(scoring: str) -> OceanBaseMemoryService:
         return OceanBaseMemoryService(
             database=database,
             embedder=HashEmbedder(),
-            settings=MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring),
+            settings=MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
+                                    context_mode=mode),
         )
 
     sql, npy = svc("sql"), svc("numpy")

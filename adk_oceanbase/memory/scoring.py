@@ -171,6 +171,8 @@ def rank_rows(
     relevance = weights.semantic * sem_sig + weights.fulltext * ft_sig
     window = settings.context_window if weights.context else 0
     ctx, nb_ok = _context(rows, cand, relevance, window, rel_ok)
+    if settings.context_mode == "gap":
+        ctx = np.maximum(ctx - np.maximum(relevance, 0.0), 0.0)  # search_sql._context_exprs' gap
     ver = np.zeros(n)
     if weights.version and query_vector is not None:
         ver = _version(rows, cand & has_vec, relevance, sem, ft_sig, unit, settings)

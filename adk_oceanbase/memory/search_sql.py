@@ -210,7 +210,7 @@ def hybrid_search(
     params["w_ctx"] = float(weights.context)
     params["w_ver"] = float(weights.version)
     rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.ft_cov")
-    ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0)
+    ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0, settings.context_mode)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
   SELECT /*+ MATERIALIZE */ {r_cols},
@@ -296,7 +296,7 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     ]
 
 
-def _context_exprs(window: int) -> tuple[str, str]:
+def _context_exprs(window: int, mode: str = "best") -> tuple[str, str]:
     """The context signal of candidate ``q`` and whether it has an eligible neighbour (``nb_ok``).
 
     Context is the best relevance among its session neighbours: candidates of
@@ -308,11 +308,14 @@ def _context_exprs(window: int) -> tuple[str, str]:
     of its own, ``rel_ok``).  A turn next to a strong match is often the other half of
     it (question / answer), which neither signal sees on its own.  Two
     one-sided RANGE frames leave the row itself out.  Rows without a position
-    get 0.
+    get 0.  ``mode`` ``gap`` (``MemorySettings.context_mode``) keeps only what
+    that best neighbour has beyond the row's own relevance.
     """
     w = int(window)
     if w < 1:
         return "0", "0"
+    if mode not in ("best", "gap"):
+        raise ValueError(f"unknown context_mode {mode!r}; choose best or gap")
     part = "PARTITION BY q.session_id ORDER BY q.turn_pos"
     frames = (f"RANGE BETWEEN {w} PRECEDING AND 1 PRECEDING", f"RANGE BETWEEN 1 FOLLOWING AND {w} FOLLOWING")
 
@@ -320,7 +323,11 @@ def _context_exprs(window: int) -> tuple[str, str]:
         return ("CASE WHEN q.turn_pos IS NULL OR q.session_id IS NULL THEN 0 ELSE GREATEST("
                 + ", ".join(f"COALESCE(MAX({value}) OVER ({part} {f}), 0)" for f in frames) + ", 0) END")
 
-    return best(":w_sem * q.sem + :w_ft * q.ft"), best("q.rel_ok")
+    own = ":w_sem * q.sem + :w_ft * q.ft"
+    ctx = best(own)
+    if mode == "gap":
+        ctx = f"GREATEST({ctx} - GREATEST({own}, 0), 0)"  # no neighbour (0): nothing, whatever its own
+    return ctx, best("q.rel_ok")
 
 
 # English function words dropped from the full-text query (not from the index).  Measured with

@@ -17,8 +17,9 @@ access history) and lifts the knowledge-update frequency subset 0.20 -> 0.83.
 RRF (0.555) and min-max (0.589) fusion did not beat linear.  The --grid rule
 (best LoCoMo R@10 among settings with knowledge-update R@1 >= dense + 0.20)
 picked 0.7/0.3, recency 0.2 @ 365 days, frequency 0.3, pool 200: LoCoMo 0.598,
-knowledge-update 0.389 vs dense 0.178 (first round; now 0.5/0.5 + context + version:
-LoCoMo 0.701, knowledge-update 0.456).
+knowledge-update 0.389 vs dense 0.178 (first round; then 0.5/0.5 + context + version:
+LoCoMo 0.701, knowledge-update 0.456; since 2026-11-23 0.6/0.4 with the ``gap`` context signal,
+chosen with LongMemEval's tune half beside the LoCoMo / knowledge-update tune splits).
 """
 
 from __future__ import annotations
@@ -36,10 +37,16 @@ __all__ = ["MemorySettings", "ScoreWeights"]
 class ScoreWeights:
     """Weights of the seven signals in ``score = Σ w_i * signal_i`` (each signal is in [0, 1], semantic in [-1, 1])."""
 
-    semantic: float = 0.5
-    """Cosine similarity ``1 - cosine_distance`` between query and memory embedding."""
+    semantic: float = 0.6
+    """Cosine similarity ``1 - cosine_distance`` between query and memory embedding.
 
-    fulltext: float = 0.5
+    0.6 / 0.4 (with ``context_mode="gap"``, context 0.5), chosen 2026-11-23 on the tune sets by
+    ``retrieval.py --gate-replay ... --longmemeval`` (rule ``benchmarks/_tune.choose_ranking``): LoCoMo
+    tune R@10 0.746 -> 0.758, knowledge-update tune R@1 0.528 -> 0.542, LongMemEval tune turn nDCG@10
+    0.658 -> 0.687 against the previous 0.5 / 0.5, context 0.7 ``best``; 0.65 / 0.35 cost
+    knowledge-update R@1 (0.522)."""
+
+    fulltext: float = 0.4
     """Full-text relevance (BM25 over the user's own terms, ``memory.postings``) divided by the best
     full-text score among the candidates.  (Before revision 0012: ``MATCH ... AGAINST``.)
 
@@ -61,10 +68,15 @@ class ScoreWeights:
     importance: float = 0.05
     """The stored ``importance_score`` (0.5 unless an LLM extractor or the caller set one)."""
 
-    context: float = 0.7
-    """The best ``semantic * w_sem + fulltext * w_ft`` among the memory's session neighbours
-    (``context_window`` turns either side, candidates only): the answer to a question is often the
-    turn next to the best match.  Only turn memories have neighbours (``turn_pos``).
+    context: float = 0.5
+    """What the memory's session neighbours (``context_window`` turns either side, candidates only) add:
+    with ``MemorySettings.context_mode="gap"`` (the default) how far the best neighbour's
+    ``semantic * w_sem + fulltext * w_ft`` exceeds the memory's own; the answer to a question is often
+    the turn next to the best match.  Only turn memories have neighbours (``turn_pos``).
+
+    0.5 with ``gap`` since 2026-11-23 (see ``semantic``; tune split: gap 0.5 / 0.6 / 0.7 gave LoCoMo
+    R@10 0.758 / 0.759 / 0.755 and LongMemEval turn nDCG@10 0.687 / 0.687 / 0.677 at 0.6 / 0.4).
+    Earlier, with ``best`` (the neighbour's whole relevance added):
 
     Measured (--grid, LoCoMo 10 conversations, R@10, 0.5/0.5): context 0 / 0.3 / 0.5 / 0.7 gave
     0.622 / 0.678 / 0.697 / 0.699 (window 2); window 3: 0.678 / 0.693 / 0.690."""
@@ -72,8 +84,8 @@ class ScoreWeights:
     version: float = 0.5
     """The full-text signal a *fact* borrows from a version of itself: ``max(0, best - own)`` over the
     other facts near it (cosine >= ``version_similarity``) that the query sees about equally
-    (``version_band``).  Equal to ``fulltext`` (the default), a version's word match counts as the
-    fact's own; its semantic similarity stays its own, and recency / frequency pick the version.
+    (``version_band``).  Equal to ``fulltext`` (as until 2026-11-23; now 0.5 against 0.4, kept
+    because the tune grid that moved ``fulltext`` left it), a version's word match counts as the fact's own; its semantic similarity stays its own, and recency / frequency pick the version.
 
     A newer fact rarely repeats the old one's words ("Alice lives in Lisbon" -> "Alice moved to
     Denver"), so for "Which city does Alice live in?" full-text crowned the outdated fact.  Dialogue
@@ -89,7 +101,7 @@ class MemorySettings:
     Example:
         >>> s = MemorySettings(top_k=5, weights=ScoreWeights(recency=0.3))
         >>> s.weights.semantic
-        0.5
+        0.6
     """
 
     # ------------------------------------------------------------ retrieval
@@ -156,6 +168,19 @@ class MemorySettings:
     """Turn positions on each side that count as neighbours for the context signal (0 turns it off).
 
     2 rather than 1: trivial turns ("ok", "thanks") are not stored but keep their positions."""
+
+    context_mode: Literal["best", "gap"] = "gap"
+    """What the context signal is: ``gap`` = only what the best neighbour's relevance has beyond the
+    turn's own, ``max(0, best - max(own, 0))`` (the version signal's rule); ``best`` = the best
+    neighbour's relevance itself (before 2026-11-23).
+
+    Why: with ``best`` a turn's own relevance counted again through every neighbour, so one strong
+    session lifted all of its turns together.  On LongMemEval (long, self-contained turns) the top 10
+    held 2.5 sessions on average against 3.8 without context, and the evidence turn sat below its own
+    session's neighbours (tune half, 48 questions: turn nDCG@10 0.658 with context vs 0.701 without).
+    With ``gap`` the strongest turn of a neighbourhood borrows nothing and a weaker one never rises
+    above the turn it borrows from, so a reply that only its question matches still rises (LoCoMo)
+    while a session's other turns no longer crowd out other sessions."""
 
     version_similarity: float = 0.6
     """Cosine similarity between two facts' embeddings from which they may be versions of one fact.
@@ -396,6 +421,8 @@ class MemorySettings:
     semantic signal (full-text, recency, ... only) and logs a warning."""
 
     def __post_init__(self) -> None:
+        if self.context_mode not in ("best", "gap"):
+            raise ConfigurationError(f"context_mode must be 'best' or 'gap', got {self.context_mode!r}")
         if self.fulltext_overfetch is not None and (
             isinstance(self.fulltext_overfetch, bool) or not isinstance(self.fulltext_overfetch, int)
             or self.fulltext_overfetch < 1

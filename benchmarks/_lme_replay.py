@@ -1,0 +1,74 @@
+"""LongMemEval's tune half in ``--gate-replay``: ours' candidates captured once, re-ranked in numpy per setting.
+
+Why: a LongMemEval question is ~500 long turns; ingesting the tune half into
+seekdb takes minutes, ranking it again under another setting milliseconds.
+``capture_lme`` ingests the tune questions with evidence (``_abs`` ones are
+left out: they measure abstention, not ranking) exactly as ``--longmemeval``
+does, runs each question once on the numpy path (the same ``ft`` CTE as the
+one-statement search, then ``scoring.rank_rows``) and keeps the prefiltered
+rows; ``replay_lme`` re-ranks them with ``rank_rows`` under a setting and
+scores them with ``_longmemeval.question_metrics`` (turn and session level,
+per question type).  Only the tune half is ever captured: the test half is
+the headline of ``--longmemeval`` runs and is not looked at while choosing.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from benchmarks._common import seekdb_or_url
+from benchmarks._embed_cache import CachedEmbedder
+from benchmarks._gate_replay import _rank, captured_search, numpy_path, spying
+from benchmarks._longmemeval import QUESTION_TYPES, build_docs, load_longmemeval, question_metrics
+from benchmarks._metrics import aggregate
+from benchmarks._ours import OursSystem
+
+__all__ = ["capture_lme", "replay_lme", "LME_METRICS"]
+
+LME_METRICS = ("turn_R@5", "turn_R@10", "turn_nDCG@10", "sess_R@5", "sess_R@10", "sess_nDCG@10")
+
+
+async def capture_lme(args: argparse.Namespace) -> dict[str, Any]:
+    """The LongMemEval tune half (``--lme-questions`` per type, hash order): rows and arguments per question."""
+    embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
+    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None, QUESTION_TYPES)
+    tune = [q for q in questions if splits[q.question_id] == "tune" and not q.abstention]
+    docs = build_docs(tune, embedder)
+    q_vecs = dict(zip((q.question_id for q in tune), embedder.embed([q.question for q in tune])))
+    embedder.save()
+    out: dict[str, Any] = {"file": str(args.longmemeval), "per_type": args.lme_questions, "queries": []}
+    with seekdb_or_url(args.url, memory_budget="2G") as server:
+        url = server.url("bench_lme_replay", scheme="oceanbase") if server else args.url
+        ours = OursSystem(url, embedder)
+        try:
+            ours.set_clock({q.question_id: q.asked_at for q in tune})
+            for q in tune:
+                await ours.index(q.question_id, docs[q.question_id])
+            await ours.ready()
+            decode = numpy_path(ours)
+            with spying() as seen:
+                for q in tune:
+                    rows, kw = await captured_search(ours, seen, decode, q.question_id, q.question,
+                                                     q_vecs[q.question_id], args.top_k)
+                    out["queries"].append({"question_id": q.question_id, "group": q.question_type,
+                                           "relevant": list(q.evidence_turns),
+                                           "sessions": list(q.answer_sessions), "rows": rows, "kw": kw})
+        finally:
+            await ours.close()
+    out["questions"] = len(out["queries"])
+    return out
+
+
+def replay_lme(captured: dict[str, Any], settings: Any, top_k: int) -> dict[str, Any]:
+    """Metrics per question type and ``overall`` of one setting over the captured tune questions."""
+    rows = []
+    for q in captured["queries"]:
+        ranked = _rank(q, settings, top_k)[:top_k]
+        stand_in = SimpleNamespace(abstention=False, evidence_turns=tuple(q["relevant"]),
+                                   answer_sessions=tuple(q["sessions"]))
+        m = question_metrics(stand_in, ranked)
+        rows += [(q["group"], m), ("overall", m)]
+    return aggregate(rows)
