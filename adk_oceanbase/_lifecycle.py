@@ -149,17 +149,19 @@ class DatabaseService:
         """
         engine = await self._engine()
         batch = [*statements, (COMMIT, None)]
-        for attempt in (1, 2):
-            try:
-                async with raw_transaction(engine, batch=self.config.batch_statements,
-                                           max_packet=self._db.max_packet) as tx:
-                    return (await tx.batch(batch))[: len(statements)]
-            except Exception as exc:
-                code = driver_error_code(exc.__cause__ or exc)  # typed errors keep the driver's as cause
-                if attempt == 2 or not (is_connection_lost(exc) or code in rerun_codes):
-                    raise
-                logger.info("a read failed (%s); running it once more", exc)
-        raise AssertionError("unreachable")
+
+        async def run() -> list[Any]:
+            async with raw_transaction(engine, batch=self.config.batch_statements, max_packet=self._db.max_packet) as tx:
+                return (await tx.batch(batch))[: len(statements)]
+
+        try:
+            return await run()
+        except Exception as exc:
+            code = driver_error_code(exc.__cause__ or exc)  # typed errors keep the driver's as cause
+            if not (is_connection_lost(exc) or code in rerun_codes):
+                raise
+            logger.info("a read failed (%s); running it once more", exc)
+        return await run()
 
     async def _rerunnable_tx(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Runs ``work`` in one transaction, once more after a deadlock or a lost connection.

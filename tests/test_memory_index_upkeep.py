@@ -154,3 +154,19 @@ async def test_upkeep_gathers_missing_statistics_once(database):
         assert upkeep.describe()["stats_gathered"] == 2
     finally:
         await svc.close()
+
+
+async def test_a_failed_statistics_gather_is_counted_not_raised(database, monkeypatch):
+    """No DBMS_STATS privilege (simulated by a failing call): the rebuild check still succeeds."""
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
+    try:
+        await svc._engine()
+        monkeypatch.setattr(q, "GATHER_TABLE_STATS", text("CALL DBMS_STATS.GATHER_TABLE_STATS(DATABASE(), 'no_such_table')"))
+        upkeep = svc.vectorizer.upkeep
+        async with database.engine.connect() as conn:
+            assert await upkeep.refresh_statistics(conn, force=True) is False
+            assert (await conn.execute(text("SELECT 1"))).scalar() == 1  # the connection is still usable
+        assert upkeep.describe()["stats_failed"] == 1 and not upkeep.describe()["stats_gathered"]
+        assert await svc.rebuild_vector_index() is True  # the rebuild does not depend on the statistics
+    finally:
+        await svc.close()

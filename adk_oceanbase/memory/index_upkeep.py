@@ -27,6 +27,7 @@ counted, never raised.  ``index_upkeep_rows=None`` turns it off.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections import defaultdict
@@ -121,6 +122,8 @@ class IndexUpkeep:
         except Exception:
             self.stats["stats_failed"] += 1
             logger.warning("optimizer statistics of the memory table could not be gathered", exc_info=True)
+            with contextlib.suppress(Exception):  # leave the connection usable for its caller
+                await conn.rollback()
             return False
         self.stats["stats_gathered"] += 1
         return True

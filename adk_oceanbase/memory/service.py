@@ -42,11 +42,11 @@ from ..telemetry import traced
 from . import arguments as args
 from . import postings
 from . import queries as q
-from .queries import ROW_COLUMNS
 from . import search_sql as sq
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .lexical import stem_text
+from .queries import ROW_COLUMNS
 from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, memory_id_for, turn_drafts
 from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
@@ -172,8 +172,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return False
         async with self._tx() as conn:
             await conn.execute(q.REBUILD_VECTOR_INDEX)
-        async with self._db.engine.connect() as conn:
-            await self.vectorizer.upkeep.refresh_statistics(conn, force=True)
+        await self._read(lambda conn: self.vectorizer.upkeep.refresh_statistics(conn, force=True))
         return True
 
     @traced
