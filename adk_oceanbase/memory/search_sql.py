@@ -168,7 +168,7 @@ def hybrid_search(
         "min_score": -1e9 if min_score is None else float(min_score),
     }
     ctes = []
-    branches = []
+    sources = []  # the candidate lists, united in ``cand``
     if query_vector is not None:
         # The vector is read from a session variable set just before (bind_query_vector): as a
         # bound literal it made every search a new statement text, and seekdb re-optimised this
@@ -184,7 +184,7 @@ def hybrid_search(
             f"ann AS (SELECT /*+ MATERIALIZE */ a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
             f"ORDER BY cosine_distance(a.embedding, {QV}){order} LIMIT :pool)"
         )
-        branches.append("SELECT memory_id FROM ann")
+        sources.append("ann")
         has_vec = "(m.embedding IS NOT NULL AND m.embedding_model = :model)"
         sem_raw = f"CASE WHEN m.embedding IS NULL OR m.embedding_model <> :model THEN 0 ELSE 1 - cosine_distance(m.embedding, {QV}) END"
     else:
@@ -193,17 +193,17 @@ def hybrid_search(
     if terms:
         where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
         ctes.extend(bm25_ctes(terms, where, params, settings.candidate_pool, overfetch=fulltext_overfetch))
-        branches.append("SELECT memory_id FROM ft")
+        sources.append("ft")
         ft_join, in_ft = "LEFT JOIN ft ON ft.memory_id = c.memory_id", "(ft.memory_id IS NOT NULL)"
         fts, cov = "COALESCE(ft.fts, 0)", "COALESCE(ft.cov, 0)"
     else:
         ft_join, in_ft, fts, cov = "", "0", "0", "0"
-    if not branches:
+    if not sources:
         raise ValueError("hybrid_search needs a query vector or a query text")
     # Recency reference: the newest candidate (capped at now) or now itself.
     ref = "LEAST(MAX(r.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
     sem, ft = _fusion_exprs(settings, params)
-    ctes.append("cand AS (" + " UNION ".join(branches).replace("SELECT", "SELECT /*+ MATERIALIZE */", 1) + ")")
+    ctes.append("cand AS (SELECT /*+ MATERIALIZE */ memory_id FROM " + " UNION SELECT memory_id FROM ".join(sources) + ")")
     cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
     r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
     out_cols = ", ".join(f"u.{c}" for c in ROW_COLUMNS)
