@@ -23,13 +23,16 @@ milliseconds and runs once per event.
 from __future__ import annotations
 
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from typing import Any, AsyncIterator, Mapping, Sequence
 
 import pymysql
 from aiomysql.cursors import RE_INSERT_VALUES
 from pymysql.constants import CLIENT
 from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy import text as sa_text
 from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.util.concurrency import greenlet_spawn
 
 from .errors import PacketTooLargeError, is_connection_lost, typed_errors
@@ -125,10 +128,16 @@ class RawTransaction:
                 raise PacketTooLargeError(size, self._max_packet)
 
     def _render(self, sql: str | Executable, params: Any) -> str:
+        if isinstance(sql, TextClause) and not any(b.expanding for b in sql._bindparams.values()):
+            template, names = _compiled_text(self._dialect, sql.text)
+            values = {name: b.effective_value for name, b in sql._bindparams.items()}
+            values.update(params or {})
+            return self._cursor.mogrify(template, tuple(values[name] for name in names))
         if isinstance(sql, Executable):
-            compiled = sql.compile(dialect=self._dialect)
-            values = compiled.construct_params(dict(params or {}))
-            return self._cursor.mogrify(str(compiled), tuple(values[name] for name in compiled.positiontup or ()))
+            # expanding parameters (``IN :list``) become one placeholder per value here
+            state = sql.compile(dialect=self._dialect).construct_expanded_state(dict(params or {}))
+            values = state.parameters
+            return self._cursor.mogrify(state.statement, tuple(values[name] for name in state.positiontup or ()))
         if params is None:
             return sql
         if isinstance(params, Mapping):
@@ -147,6 +156,20 @@ class RawTransaction:
         cur = self._cursor
         rows = list(await cur.fetchall()) if cur.description else []
         return cur.rowcount, rows
+
+
+@lru_cache(maxsize=512)
+def _compiled_text(dialect: Any, sql: str) -> tuple[str, tuple[str, ...]]:
+    """``text(sql)`` compiled for the driver: the ``%s`` template and its parameter names in order.
+
+    A search statement is ~6 kB with ~90 named parameters, and SQLAlchemy compiles
+    a ``text()`` with a regular-expression pass each time (0.37 ms per search at
+    100k rows); the statement shapes repeat, so each is compiled once per dialect.
+    Only for texts without expanding (``IN :list``) parameters, whose template
+    depends on the values.
+    """
+    compiled = sa_text(sql).compile(dialect=dialect)
+    return str(compiled), tuple(compiled.positiontup or ())
 
 
 _PACKET_OVERHEAD = 1024

@@ -325,6 +325,7 @@ async def _service_runs(url: str, embedder: LookupEmbedder, queries: list[str], 
     from adk_oceanbase.memory.settings import MemorySettings
 
     out: dict[str, Any] = {}
+    tops: dict[str, list[list[str]]] = {}
     for modes in groups:
         svcs = {label: OceanBaseMemoryService(config=Config.from_url(url), embedder=embedder,
                                               settings=MemorySettings(bump_access=False, **kw))
@@ -334,14 +335,22 @@ async def _service_runs(url: str, embedder: LookupEmbedder, queries: list[str], 
             for i, (q, u) in enumerate(zip(queries, users)):
                 for label, _, weights in modes:
                     start = time.perf_counter()
-                    await svcs[label].search(APP, u, q, top_k=10, weights=weights)
+                    hits = await svcs[label].search(APP, u, q, top_k=10, weights=weights)
                     if i >= 2:  # the first two warm the connections and plan caches
                         lat[label].append(time.perf_counter() - start)
+                    tops.setdefault(label, []).append([h.memory_id for h in hits])
         finally:
             for svc in svcs.values():
                 await svc.close()
         out.update({label: {"settings": kw, "weights": weights, "latency": summarise_latencies(lat[label])}
                     for label, kw, weights in modes})
+    # Agreement with the exact vector scan of the same weights (``service_<tag>_exact``): the share of
+    # its top 10 each mode returns too (the ANN modes' recall of the exact service's answer).
+    for label, val in out.items():
+        ref = tops.get(label.split("_ann")[0] + "_exact") if "_ann" in label else None
+        if ref is not None:
+            val["agreement@10_with_exact"] = float(np.mean(
+                [len(set(a) & set(b)) / len(b) if b else 1.0 for a, b in zip(tops[label], ref)]))
     return out
 
 
@@ -442,6 +451,8 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
         groups += [[(f"service_{tag}_exact", {"vector_search": "exact"}, weights)],
                    [(f"service_{tag}_ann_ef_default", {"vector_search": "ann"}, weights)],
                    [(f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, weights)]]
+    # The HNSW list's depth before ``ann_pool`` (100): the candidate pool, at ef 200, interleaved with the default.
+    groups[-2].append(("service_hybrid_ann_pool200_ef200", {"vector_search": "ann", "ann_pool": None, "ef_search": 200}, None))
     ann = {"vector_search": "ann", "ef_search": ef_pool}
     # What the version signal costs (facts compared pairwise), and the row-first full-text list
     # (fulltext_overfetch=None), interleaved with the defaults.
@@ -481,7 +492,8 @@ def _print_layout(res: dict[str, Any]) -> None:
             print(f"{key:<40} {val}")
             continue
         lat = val["latency"]
-        print(f"{key:<40} p50 {lat['p50_ms']:7.2f} ms  p95 {lat['p95_ms']:7.2f} ms")
+        agree = f"  agreement@10 with exact {val['agreement@10_with_exact']:.3f}" if "agreement@10_with_exact" in val else ""
+        print(f"{key:<40} p50 {lat['p50_ms']:7.2f} ms  p95 {lat['p95_ms']:7.2f} ms{agree}")
 
 
 async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
@@ -491,7 +503,7 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     pool = MemorySettings().candidate_pool
     result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "numpy", "SQLAlchemy")),
                               "n": args.scale, "queries": args.scale_queries, "seed": args.seed,
-                              "candidate_pool": pool, "vectors": "clustered_vectors (1000-centre Gaussian mixture)",
+                              "candidate_pool": pool, "ann_pool": MemorySettings().ann_pool, "vectors": "clustered_vectors (1000-centre Gaussian mixture)",
                               "text": getattr(args, "scale_text", "synthetic"), "layouts": {}}
     with seekdb_or_url(args.url, memory_budget=getattr(args, "scale_memory", "4G"), log_disk_size="8G") as server:
         print_environment(result["environment"])

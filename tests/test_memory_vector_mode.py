@@ -6,10 +6,12 @@ import dataclasses
 import random
 from datetime import datetime
 
+import pytest
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 from sqlalchemy import text
 
+from adk_oceanbase.errors import ConfigurationError
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService
 from adk_oceanbase.memory import search_sql as sq
 
@@ -106,3 +108,24 @@ async def test_the_exact_statement_scans_the_users_key_range(database):
             plans[approximate] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
     assert "VECTOR INDEX" in plans[True], plans[True]
     assert "VECTOR INDEX" not in plans[False] and "TABLE RANGE SCAN" in plans[False], plans[False]
+
+
+async def test_the_index_path_takes_ann_pool_vector_candidates_and_the_exact_scan_candidate_pool(database):
+    """``ann_pool`` is the HNSW list's depth only; ``None`` falls back to ``candidate_pool``; bad values are refused."""
+    base = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, ann_pool=5)
+    svcs = {
+        name: OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=dataclasses.replace(base, **kw))
+        for name, kw in (("ann", {"vector_search": "ann"}), ("ann_unset", {"vector_search": "ann", "ann_pool": None}),
+                         ("exact", {"vector_search": "exact"}))
+    }
+    try:
+        await _add(svcs["ann"], "u", 40, 4)
+        # no query word is in any memory: the vector list is the only candidate list
+        counts = {name: len(await svc.search(APP, "u", "zzqx wvvy", top_k=30)) for name, svc in svcs.items()}
+        assert counts == {"ann": 5, "ann_unset": 20, "exact": 20}, counts
+    finally:
+        for svc in svcs.values():
+            await svc.close()
+    for bad in (0, -1, 2.5, True, "100"):
+        with pytest.raises(ConfigurationError):
+            MemorySettings(ann_pool=bad)

@@ -151,3 +151,29 @@ def test_only_errors_that_can_leave_a_reply_unread_discard_the_connection():
     assert _connection_suspect(pymysql.err.InterfaceError("closed"))
     assert _connection_suspect(asyncio.CancelledError())
     assert _connection_suspect(ConnectionResetError())
+
+
+async def test_compiled_statement_texts_are_reused_with_each_calls_own_values(seekdb_server, migrated_url):
+    """``text()`` statements are compiled once per shape (``rawtx._compiled_text``); values never leak between calls."""
+    from sqlalchemy import bindparam
+
+    from adk_oceanbase.rawtx import _compiled_text, raw_transaction
+
+    engine = create_async_engine(migrated_url.replace("oceanbase://", "mysql+aiomysql://"))
+    shape = "SELECT :a AS a, :b AS b, 'x%' AS pct"
+    try:
+        before = _compiled_text.cache_info().hits
+        async with raw_transaction(engine) as tx:
+            first, second = await tx.batch([(text(shape), {"a": 1, "b": "it's"}), (text(shape), {"a": 2, "b": None})])
+            # a value bound on the clause itself, overridden by the call's; an expanding list (not cached)
+            bound = text("SELECT :a, :c").bindparams(c=7)
+            third, fourth = await tx.batch([
+                (bound, {"a": 3}),
+                (text("SELECT COUNT(*) FROM (SELECT 1 AS v UNION ALL SELECT 2) t WHERE v IN :vs")
+                 .bindparams(bindparam("vs", expanding=True)), {"vs": [2]}),
+            ])
+        assert first[1] == [(1, "it's", "x%")] and second[1] == [(2, None, "x%")]
+        assert third[1] == [(3, 7)] and fourth[1] == [(1,)]
+        assert _compiled_text.cache_info().hits >= before + 1
+    finally:
+        await engine.dispose()

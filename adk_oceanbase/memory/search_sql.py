@@ -3,7 +3,8 @@
 The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
 
 1. ``ann``: the user's nearest memories by ``cosine_distance ... APPROXIMATE
-   LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``);
+   LIMIT n`` (the HNSW index; EXPLAIN shows ``VECTOR INDEX ... SCAN``; ``n`` is
+   ``MemorySettings.ann_pool`` there, ``candidate_pool`` for the exact scan);
 2. ``ft``: the user's best full-text matches, BM25 over the user's own
    postings in ``memory_terms`` (``postings.bm25_ctes``: one primary-key
    range per query term, statistics of this user only); the terms are those
@@ -24,7 +25,9 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    old "Alice lives in Lisbon"'s match on "live", and recency then puts it
    first), pairs compared in SQL, see :func:`_version_ctes`.  The
    per-candidate signals are one CTE (``sig``), which the server materialises
-   once (EXPLAIN: ``TEMP TABLE INSERT sig``) although two parts read it;
+   once (EXPLAIN: ``TEMP TABLE INSERT sig``) although two parts read it; it
+   carries only the columns the ranking reads, and the k winners' other
+   columns (content, JSON, metadata) are fetched at the end;
 4. the relevance gate (``relevance.py``, off by default): only candidates with
    semantic or lexical evidence (or next to / near one that has it) are
    returned, and recency, frequency and importance may be limited to those
@@ -180,9 +183,10 @@ def hybrid_search(
         if approximate is None:
             approximate = settings.vector_search == "ann"
         order = " APPROXIMATE" if approximate else ", a.memory_id"
+        params["apool"] = int(settings.vector_pool(approximate))
         ctes.append(
             f"ann AS (SELECT /*+ MATERIALIZE */ a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
-            f"ORDER BY cosine_distance(a.embedding, {QV}){order} LIMIT :pool)"
+            f"ORDER BY cosine_distance(a.embedding, {QV}){order} LIMIT :apool)"
         )
         sources.append("ann")
         has_vec = "(m.embedding IS NOT NULL AND m.embedding_model = :model)"
@@ -204,9 +208,9 @@ def hybrid_search(
     ref = "LEAST(MAX(r.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
     sem, ft = _fusion_exprs(settings, params)
     ctes.append("cand AS (SELECT /*+ MATERIALIZE */ memory_id FROM " + " UNION SELECT memory_id FROM ".join(sources) + ")")
-    cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
-    r_cols = ", ".join(f"r.{c}" for c in ROW_COLUMNS)
-    out_cols = ", ".join(f"u.{c}" for c in ROW_COLUMNS)
+    cols = ", ".join(f"m.{c}" for c in _SIGNAL_INPUTS)
+    r_cols = ", ".join(f"r.{c}" for c in _SIGNAL_INPUTS)
+    out_cols = ", ".join(f"w.{c}" for c in ROW_COLUMNS)
     params["w_ctx"] = float(weights.context)
     params["w_ver"] = float(weights.version)
     rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.ft_cov")
@@ -239,8 +243,12 @@ def hybrid_search(
     boost = rv.margin_sql(settings, params, rel=rel, ok="t.ok")
     fill = rv.fill_sql(settings, params, rel="(:w_sem * s.sem + :w_ft * s.ft + :w_ctx * s.ctx + :w_ver * s.ver)",
                        rel_ok="s.rel_ok")
+    # The ranking reads the narrow columns; the row's content, JSON and metadata are fetched for
+    # the k winners only (LEADING/USE_NL: k primary-key lookups).
     sql = f"""WITH {', '.join(ctes)}
-SELECT {out_cols}, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
+SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(f"z.{c}" for c in SIGNAL_COLUMNS)}
+FROM (
+SELECT u.memory_id, u.created_at, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
   FROM (
@@ -253,12 +261,17 @@ FROM (
 ) u
 WHERE u.ok = 1 AND u.score >= :min_score
 ORDER BY u.score DESC, u.created_at DESC, u.memory_id
-LIMIT :k"""
+LIMIT :k
+) z JOIN {T} w ON w.app_name = :app AND w.user_id = :user AND w.memory_id = z.memory_id
+ORDER BY z.score DESC, z.created_at DESC, z.memory_id"""
     return text(sql), params
 
 
 SIGNAL_COLUMNS = ("sem", "rec", "freq", "ft", "imp", "ctx", "ver", "score", "ft_n", "ft_cov")
 """:func:`hybrid_search`'s columns after :data:`ROW_COLUMNS`, in order."""
+
+_SIGNAL_INPUTS = ("memory_id", "session_id", "turn_pos", "importance_score", "access_count", "created_at")
+"""The row columns the ranking reads (``sig``); the others are fetched for the returned rows only."""
 
 
 def _as_float32(value: float) -> float:

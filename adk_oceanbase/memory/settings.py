@@ -259,6 +259,18 @@ class MemorySettings:
 
     Measured (LoCoMo R@10, 0.6/0.4): 100 -> 0.591, 200 -> 0.599, 300 -> 0.598."""
 
+    ann_pool: int | None = 100
+    """Depth of the vector candidate list where it comes from the HNSW index (big users, see
+    ``vector_search``); the exact scan and the full-text list keep ``candidate_pool``.  ``None``:
+    ``candidate_pool`` there too.  The service's ``ob_hnsw_ef_search`` is at least this.
+
+    Why 100: at 100k memories in one user, the statement's cost grows with its candidates (each
+    ANN row is a graph walk step, a row lookup and a cosine; 200 -> 100 saved ~4 ms of ~28), while
+    the top 10 did not change: over 120 queries each, the top 10 with 100 HNSW candidates equalled
+    the top 10 of the exact vector scan with 200 candidates (overlap@10 1.000, synthetic and LoCoMo
+    text; ``benchmarks/_scale.py``'s service agreement).  The full-text list is what the top 10
+    needs deep: cutting it to 100 as well changed 3.8% of the synthetic top-10 entries."""
+
     vector_search: Literal["auto", "ann", "exact"] = "auto"
     """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (a primary-key
     range scan on ``(app_name, user_id)``); ``auto`` scans exactly for users with fewer than
@@ -297,7 +309,8 @@ class MemorySettings:
     terms exceeded a 1 GB server's query memory; with the index, 40 terms plan in ~0.1 s."""
 
     ef_search: int | None = None
-    """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least ``candidate_pool``
+    """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least the list's depth
+    (``ann_pool``, else ``candidate_pool``)
     (an ef below the candidate LIMIT made the filtered HNSW scan repeat itself: 88 ms vs 12 ms at 100k)."""
 
     scoring: Literal["auto", "sql", "numpy"] = "auto"
@@ -428,9 +441,16 @@ class MemorySettings:
             or self.fulltext_overfetch < 1
         ):
             raise ConfigurationError(f"fulltext_overfetch must be None or an integer >= 1, got {self.fulltext_overfetch!r}")
+        if self.ann_pool is not None and (isinstance(self.ann_pool, bool) or not isinstance(self.ann_pool, int)
+                                          or self.ann_pool < 1):
+            raise ConfigurationError(f"ann_pool must be None or an integer >= 1, got {self.ann_pool!r}")
         if isinstance(self.fulltext_overfetch_rows, bool) or not isinstance(self.fulltext_overfetch_rows, int) \
                 or self.fulltext_overfetch_rows < 0:
             raise ConfigurationError(f"fulltext_overfetch_rows must be an integer >= 0, got {self.fulltext_overfetch_rows!r}")
+
+    def vector_pool(self, approximate: bool) -> int:
+        """Depth of the vector candidate list: ``ann_pool`` from the HNSW index, else ``candidate_pool``."""
+        return self.ann_pool if approximate and self.ann_pool is not None else self.candidate_pool
 
     @property
     def frequency_norm(self) -> float:
