@@ -15,8 +15,10 @@ the headline of ``--longmemeval`` runs and is not looked at while choosing.
 from __future__ import annotations
 
 import argparse
+import json
 from pathlib import Path
 from types import SimpleNamespace
+from collections import defaultdict
 from typing import Any
 
 from benchmarks._common import seekdb_or_url
@@ -26,7 +28,7 @@ from benchmarks._longmemeval import QUESTION_TYPES, build_docs, load_longmemeval
 from benchmarks._metrics import aggregate
 from benchmarks._ours import OursSystem
 
-__all__ = ["capture_lme", "replay_lme", "LME_METRICS"]
+__all__ = ["above_evidence", "capture_lme", "replay_lme", "LME_METRICS"]
 
 LME_METRICS = ("turn_R@5", "turn_R@10", "turn_nDCG@10", "sess_R@5", "sess_R@10", "sess_nDCG@10")
 
@@ -72,3 +74,58 @@ def replay_lme(captured: dict[str, Any], settings: Any, top_k: int) -> dict[str,
         m = question_metrics(stand_in, ranked)
         rows += [(q["group"], m), ("overall", m)]
     return aggregate(rows)
+
+
+def above_evidence(captured: dict[str, Any], settings: Any) -> dict[str, dict[str, float]]:
+    """Per question type (means over its tune questions): where the first evidence turn ranks, how many
+    turns above it come from the evidence's own sessions and from others, how much each weighted signal
+    of those turns exceeds the evidence turn's (``d_*``, mean over the turns above it), and how many
+    sessions the top 10 hold.  The diagnosis behind ``MemorySettings.context_full_chars``."""
+    from adk_oceanbase.memory.scoring import rank_rows
+
+    w = settings.weights
+    acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for q in captured["queries"]:
+        rows = [SimpleNamespace(**r) for r in q["rows"]]
+        kw = dict(q["kw"], settings=settings, weights=w, top_k=len(rows))
+        ranked = rank_rows(rows, decode=lambda v: v, **kw)
+        rel = set(q["relevant"])
+        turns = [set(json.loads(r.event_ids) if r.event_ids else [r.memory_id]) for r, _ in ranked]
+        first = next((i for i, t in enumerate(turns) if t & rel), None)
+        if first is None:
+            continue
+        own_sessions = {t.split(":")[0] for t in rel}
+        ev = ranked[first][1]
+        a = acc[q["group"]]
+        a["n"] += 1
+        a["first_rank"] += first + 1
+        a["sessions_top10"] += len({r.session_id for r, _ in ranked[:10]})
+        for r, s in ranked[:first]:
+            a["same_session" if r.session_id in own_sessions else "other_sessions"] += 1
+            a["d_semantic"] += w.semantic * (s.semantic - ev.semantic)
+            a["d_fulltext"] += w.fulltext * (s.fulltext - ev.fulltext)
+            a["d_context"] += w.context * (s.context - ev.context)
+            a["d_recency"] += w.recency * (s.recency - ev.recency)
+    out = {}
+    for group, a in sorted(acc.items()):
+        n, above = a["n"], a["same_session"] + a["other_sessions"]
+        out[group] = {"questions": n, "first_rank": a["first_rank"] / n, "sessions_top10": a["sessions_top10"] / n,
+                      "same_session": a["same_session"] / n, "other_sessions": a["other_sessions"] / n,
+                      **{k: a[k] / above if above else 0.0 for k in ("d_semantic", "d_fulltext", "d_context", "d_recency")}}
+    return out
+
+
+if __name__ == "__main__":  # python -m benchmarks._lme_replay CAPTURE.pkl ["cchars=-1"]
+    import dataclasses
+    import pickle
+    import sys
+
+    from adk_oceanbase.memory import MemorySettings
+    from benchmarks._ours import settings_from_overrides
+    from benchmarks.retrieval import _parse_overrides
+
+    captured = pickle.loads(Path(sys.argv[1]).read_bytes())
+    base = dataclasses.replace(MemorySettings(), scoring="numpy")
+    settings = settings_from_overrides(base, _parse_overrides(sys.argv[2] if len(sys.argv) > 2 else ""))
+    for group, m in above_evidence(captured, settings).items():
+        print(f"{group:27s} " + "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in m.items()))

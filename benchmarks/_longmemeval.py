@@ -26,7 +26,7 @@ Mapping (one question = one user, ``scope`` = ``question_id``):
 Systems: every ``--systems`` entry as on LoCoMo (``benchmarks.retrieval.build_system``), the tuned
 baselines' weights chosen on the tune questions.  ``ours-abstain``, the
 diagnostic ``ours-relevance`` (semantic + full text only) and ``ours-previous``
-(the ranking defaults before the 16-per-type round, ``retrieval.PREVIOUS_DEFAULTS``)
+(the ranking defaults before the latest change, ``retrieval.PREVIOUS_DEFAULTS``)
 are search-time settings, measured on ``ours``' rows without a second ingest
 (``OursSystem.use_settings``).  Ours' own settings are replayed on the tune half
 only (``_lme_replay.py``).

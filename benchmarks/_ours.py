@@ -55,6 +55,8 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["context_window"] = int(overrides["window"])
     if "cgap" in overrides:  # 1: the context signal adds only what the best neighbour has beyond the turn's own
         changes["context_mode"] = "gap" if overrides["cgap"] else "best"
+    if "cchars" in overrides:  # context_full_chars; a negative value: every turn borrows its whole context
+        changes["context_full_chars"] = None if overrides["cchars"] < 0 else int(overrides["cchars"])
     if "vsim" in overrides:  # version signal: cosine from which two facts may be versions
         changes["version_similarity"] = float(overrides["vsim"])
     if "vband" in overrides:
@@ -69,7 +71,7 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["relevance_gate_neighbours"] = bool(overrides["gnb"])
     if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
         changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
-    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "cgap", "vsim", "vband", "vpool",
+    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "cgap", "cchars", "vsim", "vband", "vpool",
              "gsim", "glex", "gmargin", "gnb", "gfill"}
     unknown = set(overrides) - set(WEIGHT_KEYS) - known
     if unknown:

@@ -104,9 +104,10 @@ the tune split (``--gate-replay default``): the most clean abstentions at no los
 ABSTAIN_VARIANT = {"gsim": 0.76, "glex": 0.25, "gfill": 1.0}
 """``ours-abstain``: a stricter lexical floor than the default, an opt-in trade-off read off the tune split's
 frontier (``--gate-replay``): 64% clean abstentions for -0.010 LoCoMo R@10 and -0.08 knowledge-update R@1."""
-PREVIOUS_DEFAULTS = {"semantic": 0.5, "fulltext": 0.5, "context": 0.7, "cgap": 0}
-"""``ours-previous``: ours with the ranking defaults before 2026-11-23's LongMemEval round (semantic / full
-text 0.5 / 0.5, context 0.7 adding the best neighbour's whole relevance), for before/after in one run."""
+PREVIOUS_DEFAULTS = {"cchars": -1}
+"""``ours-previous``: ours with the ranking defaults before the latest change (``context_full_chars``: every
+turn borrowed its whole context signal), for before/after in one run.  Before that (results up to
+``retrieval-longmemeval-2026-11-23-n16.json``): ``semantic=0.5, fulltext=0.5, context=0.7, cgap=0``."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
 
 

@@ -230,3 +230,69 @@ async def test_sql_and_numpy_agree_on_the_context_signal(pristine_database, mode
     finally:
         await sql.close()
         await npy.close()
+
+
+LONG_ANSWER = ("Three weeks in Lisbon with my cousins, mostly by the sea. " + " ".join(
+    f"On day {i} we walked along the river, took the old tram up the hill and ate grilled sardines at dusk."
+    for i in range(1, 9)))
+"""A long, self-contained turn (~870 characters) next to the question that matches the query."""
+
+
+@pytest.mark.parametrize("full_chars", [None, 200])
+async def test_a_long_turn_borrows_context_in_proportion_to_its_length(pristine_database, full_chars):
+    """``context_full_chars``: a turn longer than it borrows ``context * full_chars / its length``; shorter
+    turns borrow it whole (``None``: every turn whole).  Both paths compute the same signal."""
+    database = pristine_database
+    weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
+
+    def svc(scoring: str) -> OceanBaseMemoryService:
+        return OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(
+            bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
+            context_mode="gap", context_full_chars=full_chars))
+
+    sql, npy = svc("sql"), svc("numpy")
+    try:
+        now = time.time() - 3600
+        turns = [TRIP[0], ("model", LONG_ANSWER), *TRIP[2:]]
+        await sql.add_session_to_memory(
+            Session(id="trip", app_name=APP, user_id=USER, events=[ev(a, t, now + i) for i, (a, t) in enumerate(turns)]))
+        await sql.add_session_to_memory(
+            Session(id="other", app_name=APP, user_id=USER, events=[ev(a, t, now + 10 + i) for i, (a, t) in enumerate(FILLER)]))
+        await sql.flush()
+        from datetime import datetime, timezone
+
+        clock = datetime.now(timezone.utc)
+        query = "where did you go on vacation last summer"
+        a = await sql.search(APP, USER, query, top_k=10, now=clock)
+        b = await npy.search(APP, USER, query, top_k=10, now=clock)
+        assert [h.memory_id for h in a] == [h.memory_id for h in b]
+        for x, y in zip(a, b):
+            assert x.signals.context == pytest.approx(y.signals.context, abs=1e-6)
+            assert x.score == pytest.approx(y.score, abs=1e-6)
+        by_text = {h.entry.content.parts[0].text: h for h in a}
+
+        def own(h) -> float:
+            return 0.7 * h.signals.semantic + 0.3 * h.signals.fulltext
+
+        question, answer = by_text[TRIP[0][1]], by_text[LONG_ANSWER]
+        gap = max(own(question) - max(own(answer), 0.0), 0.0)
+        assert gap > 0
+        scale = 1.0 if full_chars is None else min(1.0, full_chars / len(LONG_ANSWER))
+        assert scale < 1.0 or full_chars is None
+        assert answer.signals.context == pytest.approx(gap * scale, abs=1e-6)
+        short = by_text.get(TRIP[2][1])  # a short turn (< 200 characters) borrows its whole gap
+        if short is not None and short.signals.context > 0:
+            near = [by_text[t] for t in (TRIP[0][1], LONG_ANSWER, TRIP[3][1]) if t in by_text]
+            best = max(own(n) for n in near)
+            assert short.signals.context == pytest.approx(max(best - max(own(short), 0.0), 0.0), abs=1e-6)
+    finally:
+        await sql.close()
+        await npy.close()
+
+
+def test_context_full_chars_must_be_a_positive_integer():
+    from adk_oceanbase.errors import ConfigurationError
+
+    for bad in (0, -5, 2.5, True):
+        with pytest.raises(ConfigurationError):
+            MemorySettings(context_full_chars=bad)  # type: ignore[arg-type]

@@ -173,6 +173,9 @@ def rank_rows(
     ctx, nb_ok = _context(rows, cand, relevance, window, rel_ok)
     if settings.context_mode == "gap":
         ctx = np.maximum(ctx - np.maximum(relevance, 0.0), 0.0)  # search_sql._context_exprs' gap
+    if settings.context_full_chars is not None:  # a long turn borrows less (search_sql._context_exprs)
+        chars = np.array([max(len(r.content or ""), 1) for r in rows], dtype=np.float64)
+        ctx = ctx * np.minimum(1.0, settings.context_full_chars / chars)
     ver = np.zeros(n)
     if weights.version and query_vector is not None:
         ver = _version(rows, cand & has_vec, relevance, sem, ft_sig, unit, settings)

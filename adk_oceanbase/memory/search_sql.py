@@ -208,13 +208,14 @@ def hybrid_search(
     ref = "LEAST(MAX(r.created_at) OVER (), :now)" if settings.recency_reference == "newest" else ":now"
     sem, ft = _fusion_exprs(settings, params)
     ctes.append("cand AS (SELECT /*+ MATERIALIZE */ memory_id FROM " + " UNION SELECT memory_id FROM ".join(sources) + ")")
-    cols = ", ".join(f"m.{c}" for c in _SIGNAL_INPUTS)
-    r_cols = ", ".join(f"r.{c}" for c in _SIGNAL_INPUTS)
+    cols = ", ".join(f"m.{c}" for c in _SIGNAL_INPUTS) + ", COALESCE(CHAR_LENGTH(m.content), 0) AS content_chars"
+    r_cols = ", ".join(f"r.{c}" for c in (*_SIGNAL_INPUTS, "content_chars"))
     out_cols = ", ".join(f"w.{c}" for c in ROW_COLUMNS)
     params["w_ctx"] = float(weights.context)
     params["w_ver"] = float(weights.version)
     rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.ft_cov")
-    ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0, settings.context_mode)
+    ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0, settings.context_mode,
+                                settings.context_full_chars, params)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
   SELECT /*+ MATERIALIZE */ {r_cols},
@@ -271,7 +272,7 @@ SIGNAL_COLUMNS = ("sem", "rec", "freq", "ft", "imp", "ctx", "ver", "score", "ft_
 """:func:`hybrid_search`'s columns after :data:`ROW_COLUMNS`, in order."""
 
 _SIGNAL_INPUTS = ("memory_id", "session_id", "turn_pos", "importance_score", "access_count", "created_at")
-"""The row columns the ranking reads (``sig``); the others are fetched for the returned rows only."""
+"""The row columns the ranking reads (``sig``, with ``content_chars``); the others are fetched for the returned rows only."""
 
 
 def _as_float32(value: float) -> float:
@@ -309,7 +310,9 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
     ]
 
 
-def _context_exprs(window: int, mode: str = "best") -> tuple[str, str]:
+def _context_exprs(
+    window: int, mode: str = "best", full_chars: int | None = None, params: dict[str, Any] | None = None
+) -> tuple[str, str]:
     """The context signal of candidate ``q`` and whether it has an eligible neighbour (``nb_ok``).
 
     Context is the best relevance among its session neighbours: candidates of
@@ -322,7 +325,11 @@ def _context_exprs(window: int, mode: str = "best") -> tuple[str, str]:
     it (question / answer), which neither signal sees on its own.  Two
     one-sided RANGE frames leave the row itself out.  Rows without a position
     get 0.  ``mode`` ``gap`` (``MemorySettings.context_mode``) keeps only what
-    that best neighbour has beyond the row's own relevance.
+    that best neighbour has beyond the row's own relevance.  ``full_chars``
+    (``MemorySettings.context_full_chars``, bound into ``params``) scales the
+    signal by ``LEAST(1, full_chars / CHAR_LENGTH(content))`` (``sig``'s
+    ``content_chars``): a long turn is
+    about what it says itself and borrows less.
     """
     w = int(window)
     if w < 1:
@@ -340,6 +347,11 @@ def _context_exprs(window: int, mode: str = "best") -> tuple[str, str]:
     ctx = best(own)
     if mode == "gap":
         ctx = f"GREATEST({ctx} - GREATEST({own}, 0), 0)"  # no neighbour (0): nothing, whatever its own
+    if full_chars is not None:
+        if params is None:
+            raise ValueError("context_full_chars needs the statement's params to bind into")
+        params["ctx_chars"] = float(full_chars)
+        ctx = f"({ctx}) * LEAST(1, :ctx_chars / GREATEST(q.content_chars, 1))"
     return ctx, best("q.rel_ok")
 
 

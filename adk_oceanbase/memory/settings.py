@@ -182,6 +182,23 @@ class MemorySettings:
     above the turn it borrows from, so a reply that only its question matches still rises (LoCoMo)
     while a session's other turns no longer crowd out other sessions."""
 
+    context_full_chars: int | None = 800
+    """Turns of up to this many characters borrow their whole context signal; a longer one borrows
+    ``context * context_full_chars / its length`` (``CHAR_LENGTH(content)``).  ``None``: every turn
+    borrows it whole (before 2026-11-23).
+
+    Why: context is for turns whose meaning is in their neighbours ("Yes, every morning" after "Did
+    you try the tarts?"); a long turn says what it is about itself.  On LongMemEval (turns p50 425,
+    p90 2,500 characters; LoCoMo p50 149, p90 273) the gap signal still let the weaker turns of a
+    strong session crowd other sessions out of the ten (tune half, 48 questions: multi-session turn
+    nDCG@10 0.637 with context vs 0.690 without, session R@10 0.812 vs 0.969), while LoCoMo needs
+    context (tune R@10 0.758 vs 0.668).  Chosen by ``benchmarks/_tune.choose_ranking`` on every tune
+    set (``retrieval.py --gate-replay ... --longmemeval``, results/retrieval-replay-2026-11-23-lme-
+    context-chars.json): LongMemEval tune turn nDCG@10 0.687 -> 0.710, session R@10 0.941 -> 0.969,
+    multi-session 0.637 -> 0.689; LoCoMo tune R@10 and knowledge-update tune R@1 unchanged (0.758 /
+    0.542).  200 / 300 / 400 / 600 / 1000 characters: LongMemEval 0.703 / 0.703 / 0.709 / 0.709 /
+    0.705 (400-800 is a plateau)."""
+
     version_similarity: float = 0.6
     """Cosine similarity between two facts' embeddings from which they may be versions of one fact.
 
@@ -436,6 +453,11 @@ class MemorySettings:
     def __post_init__(self) -> None:
         if self.context_mode not in ("best", "gap"):
             raise ConfigurationError(f"context_mode must be 'best' or 'gap', got {self.context_mode!r}")
+        if self.context_full_chars is not None and (
+            isinstance(self.context_full_chars, bool) or not isinstance(self.context_full_chars, int)
+            or self.context_full_chars < 1
+        ):
+            raise ConfigurationError(f"context_full_chars must be None or an integer >= 1, got {self.context_full_chars!r}")
         if self.fulltext_overfetch is not None and (
             isinstance(self.fulltext_overfetch, bool) or not isinstance(self.fulltext_overfetch, int)
             or self.fulltext_overfetch < 1
