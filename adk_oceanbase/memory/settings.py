@@ -272,7 +272,8 @@ class MemorySettings:
     here."""
 
     candidate_pool: int = 200
-    """Candidates taken from each of the ANN and full-text lists before the final scoring.
+    """Candidates taken from each of the vector and full-text lists before the final scoring (the
+    HNSW index's list takes ``ann_pool``).
 
     Measured (LoCoMo R@10, 0.6/0.4): 100 -> 0.591, 200 -> 0.599, 300 -> 0.598."""
 
@@ -282,11 +283,12 @@ class MemorySettings:
     ``candidate_pool`` there too.  The service's ``ob_hnsw_ef_search`` is at least this.
 
     Why 100: at 100k memories in one user, the statement's cost grows with its candidates (each
-    ANN row is a graph walk step, a row lookup and a cosine; 200 -> 100 saved ~4 ms of ~28), while
-    the top 10 did not change: over 120 queries each, the top 10 with 100 HNSW candidates equalled
-    the top 10 of the exact vector scan with 200 candidates (overlap@10 1.000, synthetic and LoCoMo
-    text; ``benchmarks/_scale.py``'s service agreement).  The full-text list is what the top 10
-    needs deep: cutting it to 100 as well changed 3.8% of the synthetic top-10 entries."""
+    HNSW row is a graph step, a row lookup, a cosine and a row of the window functions): p50 / p95
+    22.9 / 24.7 -> 19.8 / 21.6 ms (synthetic text) and 17.7 / 25.2 -> 15.2 / 21.7 ms (LoCoMo text),
+    interleaved, while the top 10 equalled the exact vector scan's (200 candidates) in all 100
+    queries of each (``benchmarks/_scale.py``'s agreement, results/retrieval-scale-2026-11-23-single-
+    annpool.json) and in 120 more each.  The full-text list is what the top 10 needs deep: cutting it
+    to 100 as well changed 3.8% of the synthetic top-10 entries."""
 
     vector_search: Literal["auto", "ann", "exact"] = "auto"
     """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (a primary-key
