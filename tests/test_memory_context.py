@@ -221,15 +221,19 @@ async def test_sql_and_numpy_agree_on_the_context_signal(pristine_database, mode
 
         clock = datetime.fromtimestamp(now, tz=timezone.utc)
         for query in ("vacation last summer", "custard tarts bakery", "piano evenings", "dentist Friday"):
-            a = await sql.search(APP, USER, query, top_k=6, now=clock)
-            b = await npy.search(APP, USER, query, top_k=6, now=clock)
-            assert [h.memory_id for h in a] == [h.memory_id for h in b]
-            for x, y in zip(a, b):
-                assert x.signals.context == pytest.approx(y.signals.context, abs=1e-6)
-                assert x.score == pytest.approx(y.score, abs=1e-6)
+            _assert_paths_agree(await sql.search(APP, USER, query, top_k=6, now=clock),
+                                await npy.search(APP, USER, query, top_k=6, now=clock))
     finally:
         await sql.close()
         await npy.close()
+
+
+def _assert_paths_agree(a, b) -> None:
+    """The SQL and numpy paths returned the same memories with the same context signal and score."""
+    assert [h.memory_id for h in a] == [h.memory_id for h in b]
+    for x, y in zip(a, b):
+        assert x.signals.context == pytest.approx(y.signals.context, abs=1e-6)
+        assert x.score == pytest.approx(y.score, abs=1e-6)
 
 
 LONG_ANSWER = ("Three weeks in Lisbon with my cousins, mostly by the sea. " + " ".join(
@@ -264,11 +268,7 @@ async def test_a_long_turn_borrows_context_in_proportion_to_its_length(pristine_
         clock = datetime.now(timezone.utc)
         query = "where did you go on vacation last summer"
         a = await sql.search(APP, USER, query, top_k=10, now=clock)
-        b = await npy.search(APP, USER, query, top_k=10, now=clock)
-        assert [h.memory_id for h in a] == [h.memory_id for h in b]
-        for x, y in zip(a, b):
-            assert x.signals.context == pytest.approx(y.signals.context, abs=1e-6)
-            assert x.score == pytest.approx(y.score, abs=1e-6)
+        _assert_paths_agree(a, await npy.search(APP, USER, query, top_k=10, now=clock))
         by_text = {h.entry.content.parts[0].text: h for h in a}
 
         def own(h) -> float:
