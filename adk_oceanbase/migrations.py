@@ -13,8 +13,10 @@ driver failures come out as our typed errors.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -138,7 +140,38 @@ async def _migrate(db: Database, fn: Callable[[AlembicConfig, str], None], revis
     return await current_revision(db)
 
 
+_DDL_BUSY = 4179
+"""OceanBase's "Operation not allowed now": a DDL on a table whose previous DDL the server is still running."""
+
+DDL_BUSY_WAIT_S = 300.0
+"""How long a migration keeps re-running while the server answers :data:`_DDL_BUSY`."""
+
+
 async def _run_alembic(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> None:
+    """Runs the alembic command; a step refused because an earlier DDL is still running is re-run.
+
+    OceanBase runs a DDL to its end in the server even when the client that sent it
+    is gone: a setup killed during ``ALTER TABLE ... ADD PRIMARY KEY`` leaves the
+    server rebuilding the table, and the next setup's DDL on that table is refused
+    with 4179 until it finishes (seen in tests/torture/test_setup_races.py).  The
+    steps are re-entrant and finished ones are recorded, so the command is simply
+    run again, with a growing pause, for up to :data:`DDL_BUSY_WAIT_S`.
+    """
+    deadline = time.monotonic() + DDL_BUSY_WAIT_S
+    pause = 0.5
+    while True:
+        try:
+            return await _run_alembic_once(db, fn, revision, action)
+        except SchemaOutdatedError as exc:
+            if driver_error_code(exc.__cause__) != _DDL_BUSY or time.monotonic() + pause > deadline:
+                raise
+            logger.warning("%s: the server is still running an earlier DDL on the table (4179); again in %.1f s",
+                           action, pause)
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 10.0)
+
+
+async def _run_alembic_once(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> None:
     try:
         async with setup_lock.alembic_turn(), db.engine.begin() as conn:
             await conn.run_sync(lambda sync: fn(_alembic_config(db, sync), revision))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+import pymysql
 import pytest
 from sqlalchemy import inspect, text
+from sqlalchemy.exc import OperationalError
 
 from adk_oceanbase import Config, OceanBaseSessionService, SchemaConflictError, SchemaOutdatedError, ValidationError
 from adk_oceanbase import migrations
@@ -101,3 +103,36 @@ async def test_a_half_applied_schema_is_completed_by_the_cli(db, fresh_url, caps
     code, _ = await cli(capsys, "db", "upgrade", "--url", fresh_url)
     assert code == 0 and await migrations.current_revision(db) == migrations.head_revision()
 
+
+
+def _ddl_busy() -> OperationalError:
+    """What OceanBase answers a DDL on a table whose previous DDL is still running (error 4179)."""
+    return OperationalError("ALTER TABLE agent_memories DROP PRIMARY KEY, ADD PRIMARY KEY (...)", None,
+                            pymysql.err.OperationalError(4179, "Operation not allowed now"))
+
+
+async def test_a_step_refused_while_an_earlier_ddl_runs_is_run_again(db, monkeypatch):
+    """A setup killed mid-DDL leaves the server running it; the next setup's steps meet 4179 until it ends."""
+    real = migrations.command.upgrade
+    calls: list[str] = []
+
+    def busy_twice(cfg, revision):
+        calls.append(revision)
+        if len(calls) <= 2:
+            real(cfg, "0006")  # some steps go through, then the server refuses the next one
+            raise _ddl_busy()
+        real(cfg, revision)
+
+    monkeypatch.setattr(migrations.command, "upgrade", busy_twice)
+    assert await migrations.upgrade(db) == migrations.head_revision()
+    assert calls == ["head", "head", "head"]
+
+
+async def test_a_ddl_refused_for_longer_than_the_wait_is_a_typed_error(db, monkeypatch):
+    def always_busy(cfg, revision):
+        raise _ddl_busy()
+
+    monkeypatch.setattr(migrations.command, "upgrade", always_busy)
+    monkeypatch.setattr(migrations, "DDL_BUSY_WAIT_S", 1.0)
+    with pytest.raises(SchemaOutdatedError, match="upgrade stopped at revision none: database error 4179"):
+        await migrations.upgrade(db)
