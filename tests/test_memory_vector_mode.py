@@ -30,6 +30,15 @@ async def _add(svc: OceanBaseMemoryService, user: str, n: int, seed: int) -> Non
     await svc.flush()
 
 
+def _vector_depth(settings: MemorySettings, *, approximate: bool, top_k: int) -> int:
+    """The LIMIT of the statement's vector candidate list."""
+    _, params = sq.hybrid_search(
+        app_name=APP, user_id="u", query_vector="[0]", query_text="", embedding_model="m", now=datetime(2024, 6, 1),
+        top_k=top_k, weights=settings.weights, settings=settings, approximate=approximate,
+    )
+    return params["apool"]
+
+
 def _spy(monkeypatch) -> list[bool | None]:
     seen: list[bool | None] = []
     real = sq.hybrid_search
@@ -111,7 +120,8 @@ async def test_the_exact_statement_scans_the_users_key_range(database):
 
 
 async def test_the_index_path_takes_ann_pool_vector_candidates_and_the_exact_scan_candidate_pool(database):
-    """``ann_pool`` is the HNSW list's depth only; ``None`` falls back to ``candidate_pool``; bad values are refused."""
+    """``ann_pool`` is the HNSW list's depth only (at least top_k); ``None`` falls back to ``candidate_pool``;
+    bad values are refused."""
     base = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, ann_pool=5)
     svcs = {
         name: OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=dataclasses.replace(base, **kw))
@@ -121,8 +131,14 @@ async def test_the_index_path_takes_ann_pool_vector_candidates_and_the_exact_sca
     try:
         await _add(svcs["ann"], "u", 40, 4)
         # no query word is in any memory: the vector list is the only candidate list
+        counts = {name: len(await svc.search(APP, "u", "zzqx wvvy", top_k=4)) for name, svc in svcs.items()}
+        assert counts == {"ann": 4, "ann_unset": 4, "exact": 4}, counts
+        depth = {name: _vector_depth(svc.settings, approximate=name != "exact", top_k=4) for name, svc in svcs.items()}
+        assert depth == {"ann": 5, "ann_unset": 20, "exact": 20}, depth
+        # asked for more hits than ann_pool: the HNSW list takes top_k (30 of the 40 memories), the exact
+        # scan keeps candidate_pool (20)
         counts = {name: len(await svc.search(APP, "u", "zzqx wvvy", top_k=30)) for name, svc in svcs.items()}
-        assert counts == {"ann": 5, "ann_unset": 20, "exact": 20}, counts
+        assert counts == {"ann": 30, "ann_unset": 20, "exact": 20}, counts
     finally:
         for svc in svcs.values():
             await svc.close()

@@ -183,7 +183,7 @@ def hybrid_search(
         if approximate is None:
             approximate = settings.vector_search == "ann"
         order = " APPROXIMATE" if approximate else ", a.memory_id"
-        params["apool"] = int(settings.vector_pool(approximate))
+        params["apool"] = int(settings.vector_pool(approximate, int(top_k)))
         ctes.append(
             f"ann AS (SELECT /*+ MATERIALIZE */ a.memory_id FROM {T} a WHERE {where} AND a.embedding_model = :model "
             f"ORDER BY cosine_distance(a.embedding, {QV}){order} LIMIT :apool)"

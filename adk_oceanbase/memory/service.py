@@ -702,7 +702,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if encoded is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
-            ef = max(s.ef_search or 64, s.vector_pool(True)) if approximate else None
+            ef = max(s.ef_search or 64, s.vector_pool(True, k)) if approximate else None
             batch.append(sq.bind_query_vector(encoded, ef))
         batch.append(sq.hybrid_search(
             app_name=app, user_id=user, query_vector=encoded,

@@ -280,7 +280,8 @@ class MemorySettings:
     ann_pool: int | None = 100
     """Depth of the vector candidate list where it comes from the HNSW index (big users, see
     ``vector_search``); the exact scan and the full-text list keep ``candidate_pool``.  ``None``:
-    ``candidate_pool`` there too.  The service's ``ob_hnsw_ef_search`` is at least this.
+    ``candidate_pool`` there too.  A search for more than ``ann_pool`` hits takes as many (``top_k``).
+    The service's ``ob_hnsw_ef_search`` is at least the list's depth.
 
     Why 100: at 100k memories in one user, the statement's cost grows with its candidates (each
     HNSW row is a graph step, a row lookup, a cosine and a row of the window functions): p50 / p95
@@ -472,9 +473,12 @@ class MemorySettings:
                 or self.fulltext_overfetch_rows < 0:
             raise ConfigurationError(f"fulltext_overfetch_rows must be an integer >= 0, got {self.fulltext_overfetch_rows!r}")
 
-    def vector_pool(self, approximate: bool) -> int:
-        """Depth of the vector candidate list: ``ann_pool`` from the HNSW index, else ``candidate_pool``."""
-        return self.ann_pool if approximate and self.ann_pool is not None else self.candidate_pool
+    def vector_pool(self, approximate: bool, top_k: int = 1) -> int:
+        """Depth of the vector candidate list: ``ann_pool`` (at least ``top_k``, so that the list alone can
+        fill a search) from the HNSW index, else ``candidate_pool``."""
+        if approximate and self.ann_pool is not None:
+            return max(self.ann_pool, top_k)
+        return self.candidate_pool
 
     @property
     def frequency_norm(self) -> float:
