@@ -461,6 +461,8 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
                    [(f"service_{tag}_ann_ef{ef_pool}", {"vector_search": "ann", "ef_search": ef_pool}, weights)]]
     # The HNSW list's depth before ``ann_pool`` (100): the candidate pool, at ef 200, interleaved with the default.
     groups[-2].append(("service_hybrid_ann_pool200_ef200", {"vector_search": "ann", "ann_pool": None, "ef_search": 200}, None))
+    # ... and the full-text list cut to 100 as well (candidate_pool 100): what the top 10 loses when it is.
+    groups[-2].append(("service_hybrid_ann_ft100", {"vector_search": "ann", "candidate_pool": 100}, None))
     ann = {"vector_search": "ann", "ef_search": ef_pool}
     # What the version signal costs (facts compared pairwise), and the row-first full-text list
     # (fulltext_overfetch=None), interleaved with the defaults.
