@@ -286,10 +286,10 @@ class MemorySettings:
     Why 100: at 100k memories in one user, the statement's cost grows with its candidates (each
     HNSW row is a graph step, a row lookup, a cosine and a row of the window functions): p50 / p95
     22.9 / 24.7 -> 19.8 / 21.6 ms (synthetic text) and 17.7 / 25.2 -> 15.2 / 21.7 ms (LoCoMo text),
-    interleaved, while the top 10 equalled the exact vector scan's (200 candidates) in all 100
-    queries of each (``benchmarks/_scale.py``'s agreement, results/retrieval-scale-2026-11-23-single-
-    annpool.json) and in 120 more each.  The full-text list is what the top 10 needs deep: cutting it
-    to 100 as well changed 3.8% of the synthetic top-10 entries."""
+    interleaved (11-15% in two more runs), while the top 10 equalled the exact vector scan's (200
+    candidates) in all 100 queries of each (``benchmarks/_scale.py``'s agreement, results/retrieval-
+    scale-2026-11-23-single-annpool*.json).  The full-text list is what the top 10 needs deep: cutting
+    it to 100 as well changed 2.9% of the synthetic top-10 entries (0.4% on LoCoMo text)."""
 
     vector_search: Literal["auto", "ann", "exact"] = "auto"
     """``ann`` uses the HNSW index (``APPROXIMATE``); ``exact`` scans the user's rows (a primary-key
