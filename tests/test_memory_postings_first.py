@@ -8,6 +8,7 @@ candidates (``vector_search="ann"``), as for those users.
 
 from __future__ import annotations
 
+import math
 from datetime import datetime, timedelta, timezone
 
 import pytest
@@ -17,7 +18,9 @@ from sqlalchemy import text
 
 from adk_oceanbase.errors import ConfigurationError
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
-from adk_oceanbase.memory.postings import bm25_ctes
+from adk_oceanbase.memory.postings import STATS_VAR, bm25_ctes, bm25_statistics
+from adk_oceanbase.memory.search_sql import snapshot_reads
+from adk_oceanbase.rawtx import raw_transaction
 
 from .test_memory_lexical import WORDS, entries
 
@@ -118,6 +121,78 @@ def test_overfetch_settings_are_checked():
     assert MemorySettings(fulltext_overfetch=None).fulltext_overfetch is None
     with pytest.raises(ValueError, match="pool"):
         bm25_ctes({"coffee": 1}, "1 = 1", {}, None, overfetch=2)
+
+
+async def test_gated_search_gets_the_row_first_coverage(db):
+    """With a lexical floor the gate filters on every candidate's coverage, so the postings-first form
+    sums it for all of them (elsewhere only the winners get it): the same hits and coverage either way."""
+    row_first, postings_first = await services(db, relevance_min_lexical=0.3)
+    try:
+        await row_first.add_memory(app_name=APP, user_id=USER, memories=entries("m", 120, seed=4))
+        await row_first.flush()
+        for q in QUERIES:
+            want = ranked(await row_first.search(APP, USER, q, top_k=20))
+            assert want == ranked(await postings_first.search(APP, USER, q, top_k=20)), q
+            assert all(cov >= 0.3 or ft == 0 for _, ft, cov in want)
+    finally:
+        await row_first.close()
+        await postings_first.close()
+
+
+async def test_statistics_variables_hold_the_inline_statistics(database):
+    """``bm25_statistics`` sets the values the inline CTEs compute: each term's weight (a repeated
+    query term counts twice), the length factor and the idf mass (an unseen term at the highest idf)."""
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**BASE))
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER, memories=entries("m", 60, seed=2))
+        await svc.flush()
+        terms = {"coffe": 1, "tea": 2, "zzzunseen": 1}
+        params = {"app": APP, "user": USER}
+        ctes = bm25_ctes(terms, "1 = 1", params, 10)[:4]  # st, df, idf, qm
+        inline = text(f"WITH {', '.join(ctes)} SELECT :kb / CAST(st.avgdl AS DOUBLE), qm.mass, "
+                      "(SELECT w FROM idf WHERE term = :qt0), (SELECT w FROM idf WHERE term = :qt1) FROM st CROSS JOIN qm")
+        async with raw_transaction(database.engine) as tx:
+            stats, params_s = bm25_statistics(APP, USER, terms)
+            (_, want), _, (_, got) = await tx.batch([
+                (inline, params), (stats, params_s),
+                (text(f"SELECT {STATS_VAR}lf, {STATS_VAR}mass, {STATS_VAR}w0, {STATS_VAR}w1, {STATS_VAR}w2"), {}),
+            ])
+            (_, n_df), = await tx.batch([(text(
+                "SELECT (SELECT COUNT(*) FROM agent_memories WHERE app_name = :app AND user_id = :user AND term_count > 0), "
+                "(SELECT COUNT(*) FROM memory_terms WHERE app_name = :app AND user_id = :user AND term = 'tea')"), params)])
+        lf, mass, w_coffee, w_tea = want[0]
+        # sorted order: coffe, tea, zzzunseen (its weight is never read: it has no postings)
+        assert got[0][:4] == pytest.approx((lf, mass, w_coffee, w_tea), rel=1e-12)
+        (n, df), = n_df
+        assert df > 0 and w_tea == pytest.approx(2 * max(math.log((n - df + 0.5) / (df + 0.5)), 0.25 * math.log(1 + n / 3.4)))
+        assert mass == pytest.approx(w_coffee + w_tea + math.log((n + 0.5) / 0.5))  # the unseen term at the highest idf
+    finally:
+        await svc.close()
+    with pytest.raises(ValueError, match="at least one"):
+        bm25_statistics(APP, USER, {})
+    with pytest.raises(ValueError, match="postings-first"):
+        bm25_ctes({"coffee": 1}, "1 = 1", {}, 10, statistics="variables")
+    with pytest.raises(ValueError, match="inline or variables"):
+        bm25_ctes({"coffee": 1}, "1 = 1", {}, 10, overfetch=2, statistics="cached")
+
+
+async def test_statistics_and_search_read_one_snapshot(database):
+    """The statistics and the search are two statements; ``snapshot_reads`` puts them in one snapshot,
+    so a memory committed between them counts in both or in neither (seekdb defaults to READ COMMITTED)."""
+    count = text("SELECT COUNT(*) FROM agent_memories WHERE app_name = :app AND user_id = :user")
+    params = {"app": APP, "user": USER}
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**BASE))
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER, memories=entries("m", 5, seed=1))
+        await svc.flush()
+        for seed, (first, expect_same) in enumerate(((snapshot_reads(), True), ((text("SELECT 1"), {}), False))):
+            async with raw_transaction(database.engine) as tx:
+                _, (_, before) = await tx.batch([first, (count, params)])
+                await svc.add_memory(app_name=APP, user_id=USER, memories=entries(f"n{seed}", 1, seed=20 + seed))
+                (_, after), = await tx.batch([(count, params)])
+            assert (after == before) is expect_same, (before, after)
+    finally:
+        await svc.close()
 
 
 class _DownEmbedder(HashEmbedder):

@@ -27,6 +27,10 @@ Two forms of the candidate list (:func:`bm25_ctes`):
   candidates than the first form, never different scores: a memory outside
   the scope still takes a place in the cut.  The service uses it for big
   users without caller filters (``MemorySettings.fulltext_overfetch``).
+  On OceanBase its statistics come first, into session variables
+  (:func:`bm25_statistics`, same round trip and snapshot): constants in the
+  sum, 8.3 instead of 11.2 ms for that user's list (with the statement's
+  other CTEs; session 9's measurement in benchmarks/README.md).
 
 Postings are written in the transaction that writes the memory's
 ``search_text`` (:func:`index_memories`): a memory is never searchable by
@@ -58,7 +62,10 @@ __all__ = [
     "BM25_EPSILON",
     "BM25_K1",
     "P",
+    "STATS_VAR",
     "bm25_ctes",
+    "bm25_statistics",
+    "coverage_of",
     "delete_postings",
     "index_memories",
     "insert_postings",
@@ -117,7 +124,14 @@ async def index_memories(
 
 
 def bm25_ctes(
-    terms: Counter[str], where: str, params: dict[str, Any], pool: int | None, *, overfetch: int | None = None
+    terms: Counter[str],
+    where: str,
+    params: dict[str, Any],
+    pool: int | None,
+    *,
+    overfetch: int | None = None,
+    statistics: str = "inline",
+    coverage: bool = True,
 ) -> list[str]:
     """CTEs ``st``, ``df``, ``idf``, ``qm`` and ``ft``: the user's best BM25 matches of ``terms``.
 
@@ -136,10 +150,23 @@ def bm25_ctes(
     their own order, and equal texts (a user's repeated messages) then differ
     by 1e-15, enough to order ties differently and cut different ones (same
     list in 27% of LoCoMo-text queries at 100k rows before the rounding).
+
+    ``statistics="variables"`` (postings-first form only; OceanBase) leaves
+    the statistics out: the term weights, the length factor and the idf mass
+    are read from the session variables that :func:`bm25_statistics` sets,
+    run just before on the same connection and transaction (see there why).
+    There, ``coverage=False`` leaves ``cov`` NULL: its sum was a second
+    aggregate over every posting (about 1 ms of the 100k-row list), and a
+    search that does not filter on it computes it for its winners only
+    (:func:`coverage_of`).
     """
+    if statistics not in ("inline", "variables"):
+        raise ValueError(f"unknown statistics {statistics!r}; choose inline or variables")
+    if statistics == "variables" and overfetch is None:
+        raise ValueError("statistics in session variables are for the postings-first form (overfetch)")
     names = []
     qn_case = []
-    ordered = sorted(terms.items())
+    ordered = _ordered(terms)
     for i, (term, n) in enumerate(ordered):
         params[f"qt{i}"], params[f"qn{i}"] = term, int(n)
         names.append(f":qt{i}")
@@ -172,6 +199,8 @@ def bm25_ctes(
         if pool is None:
             raise ValueError("the postings-first form needs a pool to over-fetch")
         params["over"] = int(pool) * int(overfetch)
+        if statistics == "variables":
+            return _postings_first_from_variables(len(ordered), where, coverage)
         return stats + _postings_first(len(ordered), where)
     return stats + [
         # MATERIALIZE (OceanBase; a comment elsewhere): ``ft`` is read twice (candidates, scores) and was
@@ -212,4 +241,88 @@ def _postings_first(n_terms: int, where: str) -> list[str]:
         "ft AS (SELECT /*+ MATERIALIZE */ r.memory_id, r.fts, r.wsum / NULLIF(qm.mass, 0) AS cov FROM fr r "
         f"JOIN agent_memories f ON f.app_name = :app AND f.user_id = :user AND f.memory_id = r.memory_id "
         f"CROSS JOIN qm WHERE {where} ORDER BY r.fts DESC, r.memory_id LIMIT :pool)",
+    ]
+
+
+STATS_VAR = "@adk_bm25_"
+"""Prefix of the session variables :func:`bm25_statistics` sets: ``lf`` (``k1 b / avgdl``), ``mass``
+(the query's idf mass) and ``w0``, ``w1``, ... (each query term's weight, terms in sorted order)."""
+
+
+def bm25_statistics(app_name: str, user_id: str, terms: Counter[str]) -> tuple[TextClause, dict[str, Any]]:
+    """``SELECT ... INTO`` the session variables that ``bm25_ctes(statistics="variables")`` reads.
+
+    Why a statement of its own: the postings-first sum reads each posting's
+    term weight and the length factor.  As one-time subqueries of the CTEs
+    (``st``, ``idf``) seekdb evaluated them as expressions on every posting;
+    as session variables they are constants, and the term's weight multiplies
+    inside its own branch: the full-text list of one user holding 100k
+    memories took 8.3 ms instead of 11.2 (benchmarks/README.md, session 9).
+    The values are those of ``st``, ``df``, ``idf`` and ``qm`` in
+    :func:`bm25_ctes`, computed by the same expressions: N and the mean length
+    from ``ix_memories_user_terms``, each term's document frequency by a
+    ``COUNT`` over its key range.  The caller runs this and the search in one
+    transaction at REPEATABLE READ (``search_sql.snapshot_reads``), so both
+    read the same snapshot.  Parameters are this statement's own.
+    """
+    params: dict[str, Any] = {"app": app_name, "user": user_id, "eps": BM25_EPSILON, "mean_n": _MEAN_IDF_N,
+                              "kb": BM25_K1 * BM25_B}
+    dfs, weights, mass = [], [], []
+    for i, (term, n) in enumerate(_ordered(terms)):
+        params[f"qt{i}"], params[f"qn{i}"] = term, int(n)
+        dfs.append(f"(SELECT COUNT(*) FROM {P} p WHERE p.app_name = :app AND p.user_id = :user AND p.term = :qt{i}) AS df{i}")
+        w = f":qn{i} * GREATEST(LN((st.n - d.df{i} + 0.5) / (d.df{i} + 0.5)), :eps * LN(1 + st.n / :mean_n))"
+        weights.append(w)
+        # unseen terms (df 0) weigh ln((N + 0.5) / 0.5) in the mass, as in ``qm``
+        mass.append(f"CASE WHEN d.df{i} > 0 THEN {w} ELSE :qn{i} * LN((st.n + 0.5) / 0.5) END")
+    if not weights:
+        raise ValueError("bm25_statistics needs at least one query term")
+    into = ", ".join(f"{STATS_VAR}{name}" for name in ("lf", "mass", *(f"w{i}" for i in range(len(weights)))))
+    stmt = text(
+        f"SELECT :kb / CAST(st.avgdl AS DOUBLE), {' + '.join(mass)}, {', '.join(weights)} INTO {into} "
+        "FROM (SELECT COUNT(*) AS n, COALESCE(AVG(term_count), 1) AS avgdl FROM agent_memories "
+        "WHERE app_name = :app AND user_id = :user AND term_count > 0) st "
+        f"CROSS JOIN (SELECT {', '.join(dfs)} FROM DUAL) d"
+    )
+    return stmt, params
+
+
+def _ordered(terms: Counter[str]) -> list[tuple[str, int]]:
+    """The query terms in the order their parameters and variables are numbered (sorted)."""
+    return sorted(terms.items())
+
+
+def coverage_of(memory_id: str, n_terms: int) -> str:
+    """``cov`` of one memory (the SQL expression ``memory_id`` names it by): the weights of the query
+    terms it has over the idf mass, from :func:`bm25_statistics`'s variables and the memory's postings
+    (one short range of the primary key per term)."""
+    v = STATS_VAR
+    weight = "CASE p.term " + " ".join(f"WHEN :qt{i} THEN {v}w{i}" for i in range(n_terms)) + " END"
+    terms = ", ".join(f":qt{i}" for i in range(n_terms))
+    return (f"COALESCE((SELECT SUM({weight}) FROM {P} p WHERE p.app_name = :app AND p.user_id = :user "
+            f"AND p.term IN ({terms}) AND p.memory_id = {memory_id}) / NULLIF({v}mass, 0), 0)")
+
+
+def _postings_first_from_variables(n_terms: int, where: str, coverage: bool) -> list[str]:
+    """``fr`` and ``ft`` of :func:`_postings_first`, with the statistics from :func:`bm25_statistics`'s variables.
+
+    Each branch computes its postings' part of the score (the term's weight is
+    a constant there), so the sum adds one precomputed value per posting.
+    The same expression, term for term, as the inline form.  ``coverage``:
+    see :func:`bm25_ctes`.
+    """
+    v = STATS_VAR
+    w_col, wsum, cov = (", {v}w{i} AS w", ", SUM(u.w) AS wsum", f"r.wsum / NULLIF({v}mass, 0)") if coverage \
+        else ("", "", "CAST(NULL AS DOUBLE)")
+    branches = " UNION ALL ".join(
+        f"SELECT p.memory_id, {v}w{i} * p.tf / (p.tf + :kk + {v}lf * p.doc_len) AS x{w_col.format(v=v, i=i)} "
+        f"FROM {P} p WHERE p.app_name = :app AND p.user_id = :user AND p.term = :qt{i}"
+        for i in range(n_terms)
+    )
+    return [
+        f"fr AS (SELECT /*+ MATERIALIZE */ u.memory_id, ROUND(SUM(u.x) * :k1p1, 9) AS fts{wsum} "
+        f"FROM ({branches}) u GROUP BY u.memory_id ORDER BY fts DESC, u.memory_id LIMIT :over)",
+        f"ft AS (SELECT /*+ MATERIALIZE */ r.memory_id, r.fts, {cov} AS cov FROM fr r "
+        f"JOIN agent_memories f ON f.app_name = :app AND f.user_id = :user AND f.memory_id = r.memory_id "
+        f"WHERE {where} ORDER BY r.fts DESC, r.memory_id LIMIT :pool)",
     ]

@@ -9,7 +9,10 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    postings in ``memory_terms`` (``postings.bm25_ctes``: one primary-key
    range per query term, statistics of this user only); the terms are those
    of ``search_text``, the embedded layout date + speaker + content, stemmed
-   (``lexical``; CJK as character bigrams), and so is the query;
+   (``lexical``; CJK as character bigrams), and so is the query; for big
+   users the statistics (N, mean length, each term's weight) are set into
+   session variables by a statement just before, in the same round trip and
+   snapshot (:func:`fulltext_statistics`, :func:`snapshot_reads`);
 3. the union of both candidate lists is joined back to the table (a
    nested-loop hint: the optimizer sizes the ANN CTE at the whole table and
    otherwise hash-joins a full scan, 72 ms vs 16 ms at 100k rows) and every
@@ -52,7 +55,7 @@ from sqlalchemy.sql.elements import TextClause
 
 from . import relevance as rv
 from .lexical import query_terms, stem
-from .postings import bm25_ctes
+from .postings import bm25_ctes, bm25_statistics, coverage_of
 from .queries import FACT_TEST, ROW_COLUMNS, T, naive_utc
 from .settings import MemorySettings, ScoreWeights
 
@@ -65,8 +68,10 @@ __all__ = [
     "SearchFilters",
     "bind_query_vector",
     "fulltext_query",
+    "fulltext_statistics",
     "hybrid_search",
     "numpy_prefilter",
+    "snapshot_reads",
     "user_authors",
     "user_rows_capped",
 ]
@@ -139,6 +144,7 @@ def hybrid_search(
     min_score: float | None = None,
     approximate: bool | None = None,
     fulltext_overfetch: int | None = None,
+    fulltext_statistics: str = "inline",
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -152,7 +158,10 @@ def hybrid_search(
     on the same connection.  ``None`` runs the full-text half
     alone (e.g. the embedder is down).  ``fulltext_overfetch`` picks the
     postings-first full-text candidates (``postings.bm25_ctes``; the service
-    passes it for big users without filters).
+    passes it for big users without filters); with it, ``fulltext_statistics=
+    "variables"`` reads the BM25 statistics from the session variables that
+    :func:`fulltext_statistics` sets (run it first, on the same connection, in
+    the same transaction; :func:`snapshot_reads` before both).
     """
     params: dict[str, Any] = {
         "app": app_name,
@@ -196,12 +205,16 @@ def hybrid_search(
     terms = query_terms(query_text.split())
     if terms:
         where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
-        ctes.extend(bm25_ctes(terms, where, params, settings.candidate_pool, overfetch=fulltext_overfetch))
+        # Coverage for every candidate only where the relevance gate filters on it; else for the
+        # k winners (postings.coverage_of), when the statistics are in variables.
+        winners_cov = fulltext_statistics == "variables" and settings.relevance_min_lexical is None
+        ctes.extend(bm25_ctes(terms, where, params, settings.candidate_pool, overfetch=fulltext_overfetch,
+                              statistics=fulltext_statistics, coverage=not winners_cov))
         sources.append("ft")
         ft_join, in_ft = "LEFT JOIN ft ON ft.memory_id = c.memory_id", "(ft.memory_id IS NOT NULL)"
         fts, cov = "COALESCE(ft.fts, 0)", "COALESCE(ft.cov, 0)"
     else:
-        ft_join, in_ft, fts, cov = "", "0", "0", "0"
+        ft_join, in_ft, fts, cov, winners_cov = "", "0", "0", "0", False
     if not sources:
         raise ValueError("hybrid_search needs a query vector or a query text")
     # Recency reference: the newest candidate (capped at now) or now itself.
@@ -225,7 +238,7 @@ def hybrid_search(
     {ft} AS ft,
     r.importance_score AS imp,
     SUM(r.in_ft) OVER () AS ft_n,
-    r.ft_cov,
+    r.in_ft, r.ft_cov,
     r.sem_raw, r.has_vec, r.is_fact, {rel_ok} AS rel_ok
   FROM (
     SELECT /*+ LEADING(c m) USE_NL(m) */ {cols}, {sem_raw} AS sem_raw, {has_vec} AS has_vec, {fts} AS fts,
@@ -246,10 +259,14 @@ def hybrid_search(
                        rel_ok="s.rel_ok")
     # The ranking reads the narrow columns; the row's content, JSON and metadata are fetched for
     # the k winners only (LEADING/USE_NL: k primary-key lookups).
+    out_sig = [f"z.{c}" for c in SIGNAL_COLUMNS]
+    if winners_cov:
+        out_sig[SIGNAL_COLUMNS.index("ft_cov")] = \
+            f"CASE WHEN z.in_ft = 1 THEN {coverage_of('z.memory_id', len(terms))} ELSE 0 END AS ft_cov"
     sql = f"""WITH {', '.join(ctes)}
-SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(f"z.{c}" for c in SIGNAL_COLUMNS)}
+SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
 FROM (
-SELECT u.memory_id, u.created_at, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
+SELECT u.memory_id, u.created_at, u.in_ft, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
   FROM (
@@ -406,6 +423,29 @@ def bind_query_vector(query_vector: str, ef_search: int | None = None) -> tuple[
     if ef_search is None:
         return text(f"SET {QV} = :qv"), {"qv": query_vector}
     return text(f"SET ob_hnsw_ef_search = :ef, {QV} = :qv"), {"qv": query_vector, "ef": int(ef_search)}
+
+
+def fulltext_statistics(app_name: str, user_id: str, query_text: str) -> tuple[TextClause, dict[str, Any]] | None:
+    """The statement that sets :func:`hybrid_search`'s BM25 statistics (``fulltext_statistics="variables"``).
+
+    ``query_text`` as for :func:`hybrid_search`; ``None`` when it has no
+    full-text terms (the search then has no full-text half).
+    """
+    terms = query_terms(query_text.split())
+    return bm25_statistics(app_name, user_id, terms) if terms else None
+
+
+def snapshot_reads() -> tuple[TextClause, dict[str, Any]]:
+    """``SET TRANSACTION ISOLATION LEVEL REPEATABLE READ``: the next transaction reads one snapshot.
+
+    For a read made of more than one statement (the BM25 statistics, then the
+    search that uses them): at the server's default READ COMMITTED each
+    statement would see the writes committed before it, so a memory stored
+    in between could count in N but miss from the postings.  First in the
+    batch, before anything opens the transaction; it applies to that
+    transaction only.
+    """
+    return text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), {}
 
 
 def user_rows_capped(app_name: str, user_id: str, cap: int) -> tuple[TextClause, dict[str, Any]]:

@@ -698,17 +698,23 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         dialect, s = self._db.dialect, self.settings
         approximate = self._approximate(profile)
         encoded = None if qvec is None else dialect.encode_vector(qvec)
-        batch = []
+        overfetch = self._overfetch(profile, flt, hnsw=encoded is not None and approximate)
+        # Big users: the BM25 statistics go into session variables first (postings.bm25_statistics:
+        # constants in the postings sum), in the same round trip and snapshot.
+        stats = None if overfetch is None else sq.fulltext_statistics(app, user, query)
+        batch = [sq.snapshot_reads()] if stats is not None else []
         if encoded is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
             # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
             ef = max(s.ef_search or 64, s.vector_pool(True, k)) if approximate else None
             batch.append(sq.bind_query_vector(encoded, ef))
+        if stats is not None:
+            batch.append(stats)
         batch.append(sq.hybrid_search(
             app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
-            settings=s, filters=flt, min_score=ms, approximate=approximate,
-            fulltext_overfetch=self._overfetch(profile, flt, hnsw=encoded is not None and approximate),
+            settings=s, filters=flt, min_score=ms, approximate=approximate, fulltext_overfetch=overfetch,
+            fulltext_statistics="inline" if stats is None else "variables",
         ))
         # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
         # one user, never twice in a row; a search is a pure read, so it runs once more.
