@@ -463,6 +463,8 @@ async def _run_layout(args: argparse.Namespace, layout: str, server: Any, efs: l
     groups[-2].append(("service_hybrid_ann_pool200_ef200", {"vector_search": "ann", "ann_pool": None, "ef_search": 200}, None))
     # ... and the full-text list cut to 100 as well (candidate_pool 100): what the top 10 loses when it is.
     groups[-2].append(("service_hybrid_ann_ft100", {"vector_search": "ann", "candidate_pool": 100}, None))
+    # ... and the BM25 statistics as CTEs of the statement (before session 9), beside the variables (the default).
+    groups[-2].append(("service_hybrid_ann_stats_inline", {"vector_search": "ann", "fulltext_statistics": "inline"}, None))
     ann = {"vector_search": "ann", "ef_search": ef_pool}
     # What the version signal costs (facts compared pairwise), and the row-first full-text list
     # (fulltext_overfetch=None), interleaved with the defaults.

@@ -36,11 +36,11 @@ def db(request):
     return request.getfixturevalue("database" if request.param == "seekdb" else "mariadb_database")
 
 
-async def services(db, **kw):
+async def services(db, statistics="variables", **kw):
     row_first = OceanBaseMemoryService(database=db, embedder=HashEmbedder(),
                                        settings=MemorySettings(**BASE, fulltext_overfetch=None, **kw))
-    postings_first = OceanBaseMemoryService(database=db, embedder=HashEmbedder(),
-                                            settings=MemorySettings(**BASE, fulltext_overfetch=2, **kw))
+    postings_first = OceanBaseMemoryService(database=db, embedder=HashEmbedder(), settings=MemorySettings(
+        **BASE, fulltext_overfetch=2, fulltext_statistics=statistics, **kw))
     return row_first, postings_first
 
 
@@ -48,8 +48,9 @@ def ranked(hits) -> list[tuple[str, float, float]]:
     return [(h.memory_id, round(h.signals.fulltext, 9), round(h.signals.ft_cov, 9)) for h in hits]
 
 
-async def test_postings_first_gives_the_row_first_ranking(db):
-    row_first, postings_first = await services(db)
+@pytest.mark.parametrize("statistics", ["variables", "inline"])
+async def test_postings_first_gives_the_row_first_ranking(db, statistics):
+    row_first, postings_first = await services(db, statistics)
     try:
         await row_first.add_memory(app_name=APP, user_id=USER, memories=entries("m", 120, seed=3))
         await row_first.flush()
@@ -119,6 +120,8 @@ def test_overfetch_settings_are_checked():
     with pytest.raises(ConfigurationError, match="fulltext_overfetch_rows"):
         MemorySettings(fulltext_overfetch_rows=-5)
     assert MemorySettings(fulltext_overfetch=None).fulltext_overfetch is None
+    with pytest.raises(ConfigurationError, match="fulltext_statistics"):
+        MemorySettings(fulltext_statistics="cached")
     with pytest.raises(ValueError, match="pool"):
         bm25_ctes({"coffee": 1}, "1 = 1", {}, None, overfetch=2)
 

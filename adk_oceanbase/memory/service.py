@@ -701,7 +701,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         overfetch = self._overfetch(profile, flt, hnsw=encoded is not None and approximate)
         # Big users: the BM25 statistics go into session variables first (postings.bm25_statistics:
         # constants in the postings sum), in the same round trip and snapshot.
-        stats = None if overfetch is None else sq.fulltext_statistics(app, user, query)
+        stats = None if overfetch is None or s.fulltext_statistics == "inline" \
+            else sq.fulltext_statistics(app, user, query)
         batch = [sq.snapshot_reads()] if stats is not None else []
         if encoded is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:

@@ -328,6 +328,17 @@ class MemorySettings:
     per statement shape; the row-first one 45 ms), and without a query vector (embedder down) 25
     terms exceeded a 1 GB server's query memory; with the index, 40 terms plan in ~0.1 s."""
 
+    fulltext_statistics: str = "variables"
+    """Where the postings-first form (OceanBase) gets its BM25 statistics: ``"variables"``, a statement
+    just before the search sets them into session variables (``postings.bm25_statistics``; same round
+    trip, one REPEATABLE READ snapshot); ``"inline"``, CTEs of the search statement itself.
+
+    Why variables: as CTEs, seekdb evaluated each term's weight as an expression on every posting; as
+    variables they are constants.  One user with 100k memories: hybrid search p50 19.1 vs 21.7 ms,
+    identical hits, scores and coverage (benchmarks/README.md, session 9).  ``"inline"`` is the
+    baseline the benchmark runs beside it, and a way out where session variables are not kept
+    between statements (a proxy that does not carry session state; the query vector needs them too)."""
+
     ef_search: int | None = None
     """``ob_hnsw_ef_search`` floor for ANN searches; the service always uses at least the list's depth
     (``ann_pool``, else ``candidate_pool``)
@@ -466,6 +477,9 @@ class MemorySettings:
             or self.fulltext_overfetch < 1
         ):
             raise ConfigurationError(f"fulltext_overfetch must be None or an integer >= 1, got {self.fulltext_overfetch!r}")
+        if self.fulltext_statistics not in ("variables", "inline"):
+            raise ConfigurationError(
+                f"fulltext_statistics must be 'variables' or 'inline', got {self.fulltext_statistics!r}")
         if self.ann_pool is not None and (isinstance(self.ann_pool, bool) or not isinstance(self.ann_pool, int)
                                           or self.ann_pool < 1):
             raise ConfigurationError(f"ann_pool must be None or an integer >= 1, got {self.ann_pool!r}")
