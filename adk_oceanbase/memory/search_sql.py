@@ -12,7 +12,7 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
    (``lexical``; CJK as character bigrams), and so is the query; for big
    users the statistics (N, mean length, each term's weight) are set into
    session variables by a statement just before, in the same round trip and
-   snapshot (:func:`fulltext_statistics`, :func:`snapshot_reads`);
+   snapshot (:func:`set_fulltext_statistics`, :func:`snapshot_reads`);
 3. the union of both candidate lists is joined back to the table (a
    nested-loop hint: the optimizer sizes the ANN CTE at the whole table and
    otherwise hash-joins a full scan, 72 ms vs 16 ms at 100k rows) and every
@@ -68,9 +68,9 @@ __all__ = [
     "SearchFilters",
     "bind_query_vector",
     "fulltext_query",
-    "fulltext_statistics",
     "hybrid_search",
     "numpy_prefilter",
+    "set_fulltext_statistics",
     "snapshot_reads",
     "user_authors",
     "user_rows_capped",
@@ -160,7 +160,7 @@ def hybrid_search(
     postings-first full-text candidates (``postings.bm25_ctes``; the service
     passes it for big users without filters); with it, ``fulltext_statistics=
     "variables"`` reads the BM25 statistics from the session variables that
-    :func:`fulltext_statistics` sets (run it first, on the same connection, in
+    :func:`set_fulltext_statistics` sets (run it first, on the same connection, in
     the same transaction; :func:`snapshot_reads` before both).
     """
     params: dict[str, Any] = {
@@ -425,7 +425,7 @@ def bind_query_vector(query_vector: str, ef_search: int | None = None) -> tuple[
     return text(f"SET ob_hnsw_ef_search = :ef, {QV} = :qv"), {"qv": query_vector, "ef": int(ef_search)}
 
 
-def fulltext_statistics(app_name: str, user_id: str, query_text: str) -> tuple[TextClause, dict[str, Any]] | None:
+def set_fulltext_statistics(app_name: str, user_id: str, query_text: str) -> tuple[TextClause, dict[str, Any]] | None:
     """The statement that sets :func:`hybrid_search`'s BM25 statistics (``fulltext_statistics="variables"``).
 
     ``query_text`` as for :func:`hybrid_search`; ``None`` when it has no

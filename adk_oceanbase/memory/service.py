@@ -702,7 +702,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         # Big users: the BM25 statistics go into session variables first (postings.bm25_statistics:
         # constants in the postings sum), in the same round trip and snapshot.
         stats = None if overfetch is None or s.fulltext_statistics == "inline" \
-            else sq.fulltext_statistics(app, user, query)
+            else sq.set_fulltext_statistics(app, user, query)
         batch = [sq.snapshot_reads()] if stats is not None else []
         if encoded is not None:
             # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
