@@ -28,7 +28,7 @@ from benchmarks._longmemeval import QUESTION_TYPES, build_docs, load_longmemeval
 from benchmarks._metrics import aggregate
 from benchmarks._ours import OursSystem
 
-__all__ = ["above_evidence", "capture_lme", "replay_lme", "LME_METRICS"]
+__all__ = ["above_evidence", "capture_lme", "replay_lme", "with_author_cues", "LME_METRICS"]
 
 LME_METRICS = ("turn_R@5", "turn_R@10", "turn_nDCG@10", "sess_R@5", "sess_R@10", "sess_nDCG@10")
 
@@ -64,10 +64,23 @@ async def capture_lme(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def with_author_cues(captured: dict[str, Any]) -> dict[str, Any]:
+    """``captured`` with each question's author cue (``memory.asker``) in its ranking arguments.
+
+    Captures made before the author signal lack it; the question's text comes from the captured file."""
+    from adk_oceanbase.memory.asker import author_cue
+
+    if all("author_cue" in q["kw"] for q in captured["queries"]):
+        return captured
+    text = {x["question_id"]: x["question"] for x in json.loads(Path(captured["file"]).read_text())}
+    return dict(captured, queries=[dict(q, kw=dict(q["kw"], author_cue=author_cue(text[q["question_id"]])))
+                                   for q in captured["queries"]])
+
+
 def replay_lme(captured: dict[str, Any], settings: Any, top_k: int) -> dict[str, Any]:
     """Metrics per question type and ``overall`` of one setting over the captured tune questions."""
     rows = []
-    for q in captured["queries"]:
+    for q in with_author_cues(captured)["queries"]:
         ranked = _rank(q, settings, top_k)[:top_k]
         stand_in = SimpleNamespace(abstention=False, evidence_turns=tuple(q["relevant"]),
                                    answer_sessions=tuple(q["sessions"]))
@@ -85,7 +98,7 @@ def above_evidence(captured: dict[str, Any], settings: Any) -> dict[str, dict[st
 
     w = settings.weights
     acc: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for q in captured["queries"]:
+    for q in with_author_cues(captured)["queries"]:
         rows = [SimpleNamespace(**r) for r in q["rows"]]
         kw = dict(q["kw"], settings=settings, weights=w, top_k=len(rows))
         ranked = rank_rows(rows, decode=lambda v: v, **kw)

@@ -33,7 +33,7 @@ __all__ = ["OursSystem", "settings_from_overrides"]
 logger = logging.getLogger(__name__)
 
 APP = "bench"
-WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance", "context", "version")
+WEIGHT_KEYS = ("semantic", "fulltext", "recency", "frequency", "importance", "context", "version", "author")
 
 
 def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:

@@ -77,19 +77,20 @@ async def test_sql_and_numpy_paths_rank_the_same(seeded_pristine, fusion):
     np_svc = OceanBaseMemoryService(database=sql_svc.database, embedder=sql_svc.embedder, settings=np_settings)
     try:
         compared, borrowed = 0, 0
-        for query in QUERIES:
+        # the last two ask for the user's / the agent's words (memory.asker; the seed has both authors)
+        for query in QUERIES + ["what did I say about apple pie in paris", "the coffee or tea you recommended"]:
             a = await sql_svc.search(APP, USER, query, top_k=15)
             b = await np_svc.search(APP, USER, query, top_k=15)
             assert len(a) == 15 and len(b) == 15
             assert [h.memory_id for h in a] == [h.memory_id for h in b], query
             for x, y in zip(a, b):
-                for f in ("semantic", "recency", "frequency", "fulltext", "importance", "version", "score"):
+                for f in ("semantic", "recency", "frequency", "fulltext", "importance", "version", "author", "score"):
                     assert getattr(x.signals, f) == pytest.approx(getattr(y.signals, f), abs=1e-4), (query, f)
             compared += 1
             borrowed += sum(h.signals.version > 0 for h in a)
             # The ranking is not trivially driven by one signal.
             assert len({round(h.signals.recency, 3) for h in a}) > 1
-        assert compared == len(QUERIES)
+        assert compared == len(QUERIES) + 2
         assert borrowed > 0  # the version signal (facts lending full-text matches) was compared too
     finally:
         await np_svc.close()

@@ -66,7 +66,7 @@ async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, da
     assert top.timestamp and top.timestamp.endswith("+00:00")
     scores = top.custom_metadata["scores"]
     assert set(scores) == {"semantic", "recency", "frequency", "fulltext", "importance", "context", "version", "score",
-                           "ft_cov"}  # ft_cov: also the relevance gate's lexical evidence
+                           "ft_cov", "author"}  # ft_cov: also the relevance gate's lexical evidence
     assert top.custom_metadata["session_id"] == "s1"
     assert len(top.custom_metadata["event_ids"]) == 1
 

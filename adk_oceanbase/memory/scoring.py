@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import relevance as rv
+from .asker import author_match
 from .settings import MemorySettings, ScoreWeights
 
 __all__ = ["Signals", "rank_rows"]
@@ -41,6 +42,8 @@ class Signals:
     """Lexical evidence in [0, 1]: the share of the query's idf mass the memory's words match
     (``postings.bm25_ctes``); comparable across queries, unlike the max-normalised ``fulltext``.
     The relevance gate's lexical floor (``relevance_min_lexical``) applies to it; not weighted."""
+    author: float = 0.0
+    """1 when the memory's author is the one the question asks about (``asker.author_cue``), else 0."""
 
 
 def _fused(rows, settings, cand, has_vec, sem, ft_in, fts) -> tuple[np.ndarray, np.ndarray]:
@@ -124,8 +127,11 @@ def rank_rows(
     weights: ScoreWeights,
     settings: MemorySettings,
     min_score: float | None = None,
+    author_cue: str | None = None,
 ) -> list[tuple[Any, Signals]]:
-    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first."""
+    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first.
+
+    ``author_cue``: whose words the question asks about (``asker.author_cue``)."""
     if not rows:
         return []
     n = len(rows)
@@ -190,11 +196,12 @@ def rank_rows(
         rec = math.exp(-math.log(2) * age / half_life)
         freq = min(math.log1p(r.access_count) / freq_norm, 1.0)
         imp = float(r.importance_score)
-        extra = weights.recency * rec + weights.frequency * freq + weights.importance * imp
+        auth = author_match(author_cue, r.author)
+        extra = weights.recency * rec + weights.frequency * freq + weights.importance * imp + weights.author * auth
         score = float(rel[i]) + (extra if boost[i] else 0.0)
         if min_score is not None and score < min_score:
             continue
         out.append((r, Signals(float(sem_sig[i]), rec, freq, float(ft_sig[i]), imp, score, float(ctx[i]),
-                               float(ver[i]), ft_cov=float(r.ft_cov or 0.0))))
+                               float(ver[i]), ft_cov=float(r.ft_cov or 0.0), author=auth)))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
     return out[:top_k]

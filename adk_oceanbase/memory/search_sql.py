@@ -54,6 +54,7 @@ from sqlalchemy import text
 from sqlalchemy.sql.elements import TextClause
 
 from . import relevance as rv
+from .asker import AGENT, USER
 from .lexical import query_terms, stem
 from .postings import bm25_ctes, bm25_statistics, coverage_of
 from .queries import FACT_TEST, ROW_COLUMNS, T, naive_utc
@@ -145,6 +146,7 @@ def hybrid_search(
     approximate: bool | None = None,
     fulltext_overfetch: int | None = None,
     fulltext_statistics: str = "inline",
+    author_cue: str | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -161,7 +163,8 @@ def hybrid_search(
     passes it for big users without filters); with it, ``fulltext_statistics=
     "variables"`` reads the BM25 statistics from the session variables that
     :func:`set_fulltext_statistics` sets (run it first, on the same connection, in
-    the same transaction; :func:`snapshot_reads` before both).
+    the same transaction; :func:`snapshot_reads` before both).  ``author_cue``:
+    whose words the question asks about (``asker.author_cue``; the ``auth`` signal).
     """
     params: dict[str, Any] = {
         "app": app_name,
@@ -237,6 +240,7 @@ def hybrid_search(
     LEAST(LN(1 + r.access_count) / :freq_norm, 1) AS freq,
     {ft} AS ft,
     r.importance_score AS imp,
+    {_author_expr(author_cue, params)} AS auth,
     SUM(r.in_ft) OVER () AS ft_n,
     r.in_ft, r.ft_cov,
     r.sem_raw, r.has_vec, r.is_fact, {rel_ok} AS rel_ok
@@ -255,6 +259,7 @@ def hybrid_search(
     params["g_nb"] = 1 if settings.relevance_gate_neighbours else 0
     rel = "(:w_sem * t.sem + :w_ft * t.ft + :w_ctx * t.ctx + :w_ver * t.ver)"
     boost = rv.margin_sql(settings, params, rel=rel, ok="t.ok")
+    params["w_auth"] = float(weights.author)
     fill = rv.fill_sql(settings, params, rel="(:w_sem * s.sem + :w_ft * s.ft + :w_ctx * s.ctx + :w_ver * s.ver)",
                        rel_ok="s.rel_ok")
     # The ranking reads the narrow columns; the row's content, JSON and metadata are fetched for
@@ -268,7 +273,7 @@ SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
 FROM (
 SELECT u.memory_id, u.created_at, u.in_ft, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
 FROM (
-  SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp) AS score
+  SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp + :w_auth * t.auth) AS score
   FROM (
     SELECT s.*, CASE WHEN s.rel_ok = 1 OR (:g_nb = 1 AND s.nb_ok = 1) OR {fill} = 1 THEN 1 ELSE 0 END AS ok
     FROM (
@@ -285,11 +290,22 @@ ORDER BY z.score DESC, z.created_at DESC, z.memory_id"""
     return text(sql), params
 
 
-SIGNAL_COLUMNS = ("sem", "rec", "freq", "ft", "imp", "ctx", "ver", "score", "ft_n", "ft_cov")
+SIGNAL_COLUMNS = ("sem", "rec", "freq", "ft", "imp", "ctx", "ver", "score", "ft_n", "ft_cov", "auth")
 """:func:`hybrid_search`'s columns after :data:`ROW_COLUMNS`, in order."""
 
-_SIGNAL_INPUTS = ("memory_id", "session_id", "turn_pos", "importance_score", "access_count", "created_at")
+_SIGNAL_INPUTS = ("memory_id", "session_id", "turn_pos", "importance_score", "access_count", "created_at", "author")
 """The row columns the ranking reads (``sig``, with ``content_chars``); the others are fetched for the returned rows only."""
+
+
+def _author_expr(cue: str | None, params: dict[str, Any]) -> str:
+    """The author signal of candidate ``r`` (``asker.author_match`` in SQL): 0 for all without a cue."""
+    if cue is None:
+        return "0"
+    if cue not in (USER, AGENT):
+        raise ValueError(f"unknown author cue {cue!r}")
+    params["user_author"] = USER
+    test = "r.author = :user_author" if cue == USER else "r.author <> :user_author"  # NULL author: 0
+    return f"(CASE WHEN {test} THEN 1 ELSE 0 END)"
 
 
 def _as_float32(value: float) -> float:

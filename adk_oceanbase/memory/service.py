@@ -43,6 +43,7 @@ from . import arguments as args
 from . import postings
 from . import queries as q
 from . import search_sql as sq
+from .asker import author_cue
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .lexical import stem_text
@@ -608,13 +609,14 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if qvec is None and not ft_query:
             ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
         now = _now() if now is None else q.naive_utc(now)
+        cue = author_cue(query)  # whose words the question is about (memory.asker)
         use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
 
         async def rank(conn: AsyncConnection) -> list[MemoryHit]:
-            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile)
+            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile, cue)
 
         if use_sql:
-            hits = await self._search_sql(app, user, ft_query, qvec, now, k, w, flt, ms, profile)
+            hits = await self._search_sql(app, user, ft_query, qvec, now, k, w, flt, ms, profile, cue)
         else:
             hits = await self._read(rank)
         if hits and (s.bump_access if bump_access is None else bump_access):
@@ -693,7 +695,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         mode = self.settings.vector_search
         return mode == "ann" or (mode == "auto" and profile.rows >= self.settings.exact_scan_rows)
 
-    async def _search_sql(self, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
+    async def _search_sql(self, app, user, query, qvec, now, k, w, flt, ms, profile, cue) -> list[MemoryHit]:
         """The one-statement ranking, sent with its query-vector ``SET`` in one round trip (``_read_batch``)."""
         dialect, s = self._db.dialect, self.settings
         approximate = self._approximate(profile)
@@ -715,7 +717,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             app_name=app, user_id=user, query_vector=encoded,
             query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
             settings=s, filters=flt, min_score=ms, approximate=approximate, fulltext_overfetch=overfetch,
-            fulltext_statistics="inline" if stats is None else "variables",
+            fulltext_statistics="inline" if stats is None else "variables", author_cue=cue,
         ))
         # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
         # one user, never twice in a row; a search is a pure read, so it runs once more.
@@ -723,17 +725,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         rows = [_SearchRow(*t) for t in tuples]
         return [
             _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
-                            float(r.ctx), float(r.ver), ft_cov=float(r.ft_cov)))
+                            float(r.ctx), float(r.ver), ft_cov=float(r.ft_cov), author=float(r.auth)))
             for r in rows
         ]
 
-    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile) -> list[MemoryHit]:
+    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile, cue) -> list[MemoryHit]:
         stmt, params = sq.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings,
                                           filters=flt, fulltext_overfetch=self._overfetch(profile, flt))
         rows = (await conn.execute(stmt, params)).all()
         ranked = await asyncio.to_thread(
             rank_rows, rows, query_vector=qvec, embedding_model=self._embedder.model_name,
             decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
+            author_cue=cue,
         )
         return [_hit(r, sig) for r, sig in ranked]
 

@@ -1,0 +1,70 @@
+"""The author cue (``memory.asker``) and the author signal: whose words a question is about."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import datetime, timezone
+
+import pytest
+from google.adk.memory.memory_entry import MemoryEntry
+from google.genai import types
+
+from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
+from adk_oceanbase.memory.asker import AGENT, USER, author_cue, author_match
+
+from .test_memory_ranking import APP, USER as USER_ID
+
+
+@pytest.mark.parametrize("query, cue", [
+    ("What speed is my new internet plan?", USER),
+    ("Where do I currently keep my old sneakers?", USER),
+    ("Can you suggest some activities that I can do in the evening?", USER),  # a request, not a report
+    ("Remind me of the restaurant you recommended in Bandung", AGENT),
+    ("You told me about a book on stoicism, what was its title?", AGENT),
+    ("I was going through our previous conversation about omelettes", AGENT),
+    ("When did Caroline go to the support group?", None),  # third person: no cue
+    ("Which city does Alice live in?", None),
+    ("我上次说的那家餐厅叫什么？", None),  # other languages: no cue
+    ("", None),
+])
+def test_cues(query, cue):
+    assert author_cue(query) == cue
+
+
+def test_author_match():
+    assert author_match(USER, "user") == 1.0 and author_match(USER, "travel_agent") == 0.0
+    assert author_match(AGENT, "travel_agent") == 1.0 and author_match(AGENT, "user") == 0.0
+    assert author_match(None, "user") == 0.0 and author_match(AGENT, None) == 0.0
+
+
+def _turn(i: int, author: str, text: str) -> MemoryEntry:
+    return MemoryEntry(id=f"t{i}", author=author, timestamp=datetime(2025, 3, 1, 12, i, tzinfo=timezone.utc).isoformat(),
+                       content=types.Content(parts=[types.Part.from_text(text=text)]))
+
+
+@pytest.mark.parametrize("scoring", ["sql", "numpy"])
+async def test_the_cue_picks_the_author_the_question_asks_about(database, scoring):
+    """The user's words and the agent's restatement of them: the user's rank first for "my ...", the
+    agent's for "... you recommended"; without a cue (or weight 0) the ranking is the relevance's."""
+    weights = ScoreWeights(recency=0.0, frequency=0.0, importance=0.0, context=0.0, version=0.0)
+    settings = MemorySettings(bump_access=False, consolidate=False, scoring=scoring, weights=weights)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    try:
+        await svc.add_memory(app_name=APP, user_id=USER_ID, memories=[
+            _turn(0, "user", "my internet plan is fiber at 500 mbps"),
+            _turn(1, "concierge", "great, a fiber internet plan at 500 mbps is fast for streaming and your internet plan works"),
+        ])
+        await svc.flush()
+
+        async def top(query: str, author_w: float) -> list[tuple[str, float]]:
+            hits = await svc.search(APP, USER_ID, query, weights=dataclasses.replace(weights, author=author_w))
+            return [(h.memory_id, h.signals.author) for h in hits]
+
+        plain = await top("internet plan fiber", 0.2)
+        assert plain[0][0] == "t1" and {a for _, a in plain} == {0.0}  # no cue: the longer restatement leads
+        asked = "internet plan fiber I chose"
+        assert (await top(asked, 0.0))[0][0] == "t1"  # weight 0: the relevance alone
+        assert await top(asked, 0.2) == [("t0", 1.0), ("t1", 0.0)]
+        assert await top("internet plan fiber you recommended", 0.2) == [("t1", 1.0), ("t0", 0.0)]
+    finally:
+        await svc.close()
