@@ -347,8 +347,9 @@ class MemorySettings:
     trip, one REPEATABLE READ snapshot); ``"inline"``, CTEs of the search statement itself.
 
     Why variables: as CTEs, seekdb evaluated each term's weight as an expression on every posting; as
-    variables they are constants.  One user with 100k memories: hybrid search p50 19.1 vs 21.7 ms,
-    identical hits, scores and coverage (benchmarks/README.md, session 9).  ``"inline"`` is the
+    variables they are constants.  One user with 100k memories, synthetic text: hybrid search p50 / p95
+    20.1 / 22.5 vs 23.0 / 26.5 ms inline, identical hits, scores and coverage (benchmarks/README.md,
+    session 9).  ``"inline"`` is the
     baseline the benchmark runs beside it, and a way out where session variables are not kept
     between statements (a proxy that does not carry session state; the query vector needs them too)."""
 
