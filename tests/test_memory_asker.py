@@ -68,3 +68,13 @@ async def test_the_cue_picks_the_author_the_question_asks_about(database, scorin
         assert await top("internet plan fiber you recommended", 0.2) == [("t1", 1.0), ("t0", 0.0)]
     finally:
         await svc.close()
+
+
+def test_knowledge_update_questions_carry_no_cue():
+    """The knowledge-update benchmark's questions are third person, so the author signal cannot move it
+    (its tune and test numbers stand as measured before the signal; benchmarks/README.md)."""
+    from benchmarks._synthetic import FREQUENCY_KINDS, UPDATE_KINDS
+
+    questions = [v[3] for v in UPDATE_KINDS.values()] + [v[2] for v in FREQUENCY_KINDS.values()]
+    assert questions and all("{p}" in q for q in questions)
+    assert {author_cue(q.format(p="Alice")) for q in questions} == {None}
