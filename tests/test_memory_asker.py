@@ -22,6 +22,9 @@ from .test_memory_ranking import APP, USER as USER_ID
     ("Remind me of the restaurant you recommended in Bandung", AGENT),
     ("You told me about a book on stoicism, what was its title?", AGENT),
     ("I was going through our previous conversation about omelettes", AGENT),
+    ("What was the name of my cat that I told you about?", USER),  # a report of the user's own words
+    ("Could you remind me of the name of that restaurant in Cihampelas Walk?", None),  # names no speaker
+    ("Can you remind me what you said about the eggs?", AGENT),
     ("When did Caroline go to the support group?", None),  # third person: no cue
     ("Which city does Alice live in?", None),
     ("我上次说的那家餐厅叫什么？", None),  # other languages: no cue

@@ -13,10 +13,12 @@ same, so the ranking does not move.
 
 The cues are English and deliberately narrow: a past-tense report of the
 agent's speech ("you recommended", "you told me", "our previous
-conversation") asks for the agent; otherwise a first-person word ("I", "my",
-"me") asks for the user.  "Can you suggest ...?" is a request, not a
-reference to earlier agent speech, so it stays with the user (whose
-preferences the answer depends on).  Other languages get no cue.
+conversation") asks for the agent, one of the user's ("I told you") for the
+user; a bare "remind me of ..." names no speaker and gets no cue; otherwise
+a first-person word ("I", "my", "me") asks for the user.  "Can you suggest
+...?" is a request, not a reference to earlier agent speech, so it stays
+with the user (whose preferences the answer depends on).  Other languages
+get no cue.
 """
 
 from __future__ import annotations
@@ -37,13 +39,24 @@ _AGENT_SPEECH = re.compile(
     r"|\bour (previous|last|earlier) (conversation|chat|discussion)\b",
     re.IGNORECASE,
 )
+_USER_SPEECH = re.compile(r"\bi\b[^.?!]*?\b(told|said|mentioned|shared|wrote|asked)\b", re.IGNORECASE)
+_RECALL_REQUEST = re.compile(r"\bremind me\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(i|my|me|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
 
 
 def author_cue(query: str) -> str | None:
-    """:data:`AGENT`, :data:`USER` or ``None`` (no cue) for a search query."""
+    """:data:`AGENT`, :data:`USER` or ``None`` (no cue) for a search query.
+
+    In order: a report of the agent's speech; a report of the user's own ("I told you", "I mentioned");
+    a bare request to be reminded ("can you remind me of the name of that restaurant?"), which names
+    no speaker, gets no cue; any other first-person question asks for the user's words.
+    """
     if _AGENT_SPEECH.search(query):
         return AGENT
+    if _USER_SPEECH.search(query):
+        return USER
+    if _RECALL_REQUEST.search(query):
+        return None
     if _FIRST_PERSON.search(query):
         return USER
     return None

@@ -75,10 +75,9 @@ class ScoreWeights:
     a tie-breaker between relevant memories (the relevance gate's margin applies to it).
 
     0.2, chosen 2026-11-23 on LongMemEval's tune half (the cue replayed on its captured candidates):
-    turn nDCG@10 0 / 0.05 / 0.1 / 0.15 / 0.2 / 0.25 / 0.3 / 0.4 gave 0.710 / 0.732 / 0.763 / 0.771 /
-    0.777 / 0.778 / 0.779 / 0.779; rule: the smallest weight within 0.005 of the best (a new signal
-    enters as lightly as the data allows).  Turn R@10 0.941 -> 0.920: one single-session-assistant
-    question asks in the first person for the agent's words.  No LoCoMo or knowledge-update
+    turn nDCG@10 0 / 0.05 / 0.1 / 0.15 / 0.2 / 0.25 / 0.3 / 0.4 gave 0.710 / 0.739 / 0.769 / 0.778 /
+    0.783 / 0.784 / 0.785 / 0.786, turn R@10 0.941 throughout; rule: the smallest weight within 0.005
+    of the best (a new signal enters as lightly as the data allows).  No LoCoMo or knowledge-update
     question has a cue (third person), so both are unchanged by construction."""
 
     context: float = 0.5
