@@ -571,7 +571,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         bump_access: bool | None = None,
         now: datetime | None = None,
     ) -> list[MemoryHit]:
-        """Hybrid search: semantic + full-text + recency + frequency + importance + context + version, best first.
+        """Hybrid search: semantic + full-text + recency + frequency + importance + context + version + author, best first.
 
         On OceanBase/seekdb the whole ranking is one SQL statement; on MySQL a
         SQL prefilter feeds the same formula in numpy.  Returned rows get their
