@@ -36,7 +36,8 @@ LME_METRICS = ("turn_R@5", "turn_R@10", "turn_nDCG@10", "sess_R@5", "sess_R@10",
 async def capture_lme(args: argparse.Namespace) -> dict[str, Any]:
     """The LongMemEval tune half (``--lme-questions`` per type, hash order): rows and arguments per question."""
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None, QUESTION_TYPES)
+    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None, QUESTION_TYPES,
+                                                getattr(args, "lme_split_from", None))
     tune = [q for q in questions if splits[q.question_id] == "tune" and not q.abstention]
     docs = build_docs(tune, embedder)
     q_vecs = dict(zip((q.question_id for q in tune), embedder.embed([q.question for q in tune])))

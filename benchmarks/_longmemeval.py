@@ -169,9 +169,15 @@ def _question(item: dict[str, Any]) -> LmeQuestion:
                        parse_lme_date(item["question_date"]), tuple(item.get("answer_session_ids") or ()), turns)
 
 
-def load_longmemeval(path: str | Path, per_type: int | None = None,
-                     strata: Iterable[str] | None = None) -> tuple[list[LmeQuestion], dict[str, str], dict]:
-    """Questions chosen by ``select_questions`` (in that order), every question's split, and load stats."""
+def load_longmemeval(path: str | Path, per_type: int | None = None, strata: Iterable[str] | None = None,
+                     split_from: str | Path | None = None) -> tuple[list[LmeQuestion], dict[str, str], dict]:
+    """Questions chosen by ``select_questions`` (in that order), every question's split, and load stats.
+
+    ``split_from``: another LongMemEval file whose split the questions keep (those it lacks keep this
+    file's).  Why: the split is by position in a stratum's hash order, so a file missing one question
+    (this sandbox's ``longmemeval_s`` lacks one temporal-reasoning question) splits the questions after
+    it the other way; the oracle set, read with the s file as ``split_from``, tunes and tests on the
+    same questions as the s set, so choosing on one half never reads the other half of either."""
     data = json.loads(Path(path).read_text(encoding="utf-8"))
     pairs = [(str(q["question_id"]), str(q["question_type"])) for q in data]
     known = set(QUESTION_TYPES) | {ABSTENTION}
@@ -187,7 +193,13 @@ def load_longmemeval(path: str | Path, per_type: int | None = None,
     stats = {"file_questions": len(data), "questions": len(questions), "per_stratum": per_stratum,
              "turns": sum(len(q.turns) for q in questions),
              "evidence_turns": sum(len(q.evidence_turns) for q in questions)}
-    return questions, split_of(pairs), stats
+    splits = split_of(pairs)
+    if split_from is not None:
+        reference = json.loads(Path(split_from).read_text(encoding="utf-8"))
+        splits.update(split_of((str(q["question_id"]), str(q["question_type"])) for q in reference))
+        splits = {qid: splits[qid] for qid, _ in pairs}
+    stats["split_from"] = str(split_from) if split_from is not None else None
+    return questions, splits, stats
 
 
 # ------------------------------------------------------------------ metrics
@@ -295,7 +307,8 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     env = environment(PACKAGES)  # first: the commit and a clean tree as the run starts
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
     strata = [t.strip() for t in (args.lme_types or "").split(",") if t.strip()]
-    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None, strata or None)
+    questions, splits, stats = load_longmemeval(args.longmemeval, args.lme_questions or None, strata or None,
+                                                getattr(args, "lme_split_from", None))
     stats["per_split_stratum"] = {}
     for q in questions:
         key = f"{splits[q.question_id]}:{stratum(q.question_id, q.question_type)}"

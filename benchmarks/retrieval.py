@@ -400,6 +400,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                    "Default 3 (21 questions, ~10k turns: ~20 min on 2 vCPUs with a cold embedding cache)")
     p.add_argument("--lme-types", default="", help="LongMemEval mode: only these strata (comma list of question "
                    "types and/or 'abstention'); default all")
+    p.add_argument("--lme-split-from", help="LongMemEval mode: take the tune/test split from this LongMemEval file "
+                   "(the s file when running the oracle file: both sets then split the same questions the same way)")
     p.add_argument("--cache-dir", help="embedding cache directory (default: <tmp>/adk_oceanbase_bench_cache)")
     p.add_argument("--skip-embed-latency", action="store_true")
     p.add_argument("-v", "--verbose", action="store_true")

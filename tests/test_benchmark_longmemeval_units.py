@@ -111,6 +111,26 @@ def test_selection_is_stratified_deterministic_and_split_stable():
     assert sorted(splits[q] for q in us) == ["test", "tune"]
 
 
+def test_split_from_another_file_keeps_that_files_split(tmp_path):
+    """The oracle file read with the s file's split: a question the s file lacks shifts the positions
+    of the questions after it, and ``split_from`` undoes that shift; the lacking one keeps its own."""
+    def item(qid):
+        return {"question_id": qid, "question_type": "multi-session", "question": "?", "answer": "",
+                "question_date": "2023/06/01 (Thu) 10:00", "haystack_dates": [], "haystack_session_ids": [],
+                "haystack_sessions": [], "answer_session_ids": []}
+    ids = [f"m{i}" for i in range(9)]
+    full, short = tmp_path / "full.json", tmp_path / "short.json"
+    full.write_text(json.dumps([item(q) for q in ids]), encoding="utf-8")
+    dropped = sorted(ids, key=lambda q: hashlib.sha256(q.encode()).hexdigest())[2]
+    short.write_text(json.dumps([item(q) for q in ids if q != dropped]), encoding="utf-8")
+    _, own, _ = load_longmemeval(full)
+    _, reference, _ = load_longmemeval(short)
+    _, kept, stats = load_longmemeval(full, split_from=short)
+    assert any(own[q] != reference[q] for q in reference)  # the shift this option exists for
+    assert {q: kept[q] for q in reference} == reference and kept[dropped] == own[dropped]
+    assert set(kept) == set(ids) and stats["split_from"] == str(short)
+
+
 def test_unknown_stratum_is_refused(lme_file):
     with pytest.raises(ValueError, match="single-session"):
         load_longmemeval(lme_file, None, ["single-session"])
