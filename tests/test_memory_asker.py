@@ -22,6 +22,8 @@ from .test_memory_ranking import APP, USER as USER_ID
     ("Remind me of the restaurant you recommended in Bandung", AGENT),
     ("You told me about a book on stoicism, what was its title?", AGENT),
     ("I was going through our previous conversation about omelettes", AGENT),
+    # the speaker named beats the conversation named: "I mentioned" asks for the user's words
+    ("Back to our previous chat about Netflix: I mentioned a show as an example, which one?", USER),
     ("What was the name of my cat that I told you about?", USER),  # a report of the user's own words
     ("Could you remind me of the name of that restaurant in Cihampelas Walk?", None),  # names no speaker
     ("Can you remind me what you said about the eggs?", AGENT),

@@ -12,9 +12,9 @@ third-person question, "when did Caroline move?") gives every memory the
 same, so the ranking does not move.
 
 The cues are English and deliberately narrow: a past-tense report of the
-agent's speech ("you recommended", "you told me", "our previous
-conversation") asks for the agent, one of the user's ("I told you") for the
-user; a bare "remind me of ..." names no speaker and gets no cue; otherwise
+agent's speech ("you recommended", "you told me") asks for the agent, one of
+the user's ("I told you", "I mentioned") for the user, a bare reference to
+"our previous conversation" for the agent; a bare "remind me of ..." names no speaker and gets no cue; otherwise
 a first-person word ("I", "my", "me") asks for the user.  "Can you suggest
 ...?" is a request, not a reference to earlier agent speech, so it stays
 with the user (whose preferences the answer depends on).  Other languages
@@ -35,11 +35,11 @@ AGENT = "agent"
 _AGENT_SPEECH = re.compile(
     r"\byou\b[^.?!]*?\b(recommended|suggested|mentioned|told|said|gave|provided|listed|shared|advised|"
     r"explained|described|wrote|named|found|showed|sent|proposed|answered|replied|noted|pointed|quoted|"
-    r"calculated|estimated)\b"
-    r"|\bour (previous|last|earlier) (conversation|chat|discussion)\b",
+    r"calculated|estimated)\b",
     re.IGNORECASE,
 )
 _USER_SPEECH = re.compile(r"\bi\b[^.?!]*?\b(told|said|mentioned|shared|wrote|asked)\b", re.IGNORECASE)
+_PAST_CONVERSATION = re.compile(r"\bour (previous|last|earlier) (conversation|chat|discussion)\b", re.IGNORECASE)
 _RECALL_REQUEST = re.compile(r"\bremind me\b", re.IGNORECASE)
 _FIRST_PERSON = re.compile(r"\b(i|my|me|mine|myself|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
 
@@ -48,13 +48,16 @@ def author_cue(query: str) -> str | None:
     """:data:`AGENT`, :data:`USER` or ``None`` (no cue) for a search query.
 
     In order: a report of the agent's speech; a report of the user's own ("I told you", "I mentioned");
-    a bare request to be reminded ("can you remind me of the name of that restaurant?"), which names
+    a reference to "our previous conversation" (the agent's words: it names the conversation, not the
+    speaker, so a report of either speaker's words goes first); a bare request to be reminded ("can you remind me of the name of that restaurant?"), which names
     no speaker, gets no cue; any other first-person question asks for the user's words.
     """
     if _AGENT_SPEECH.search(query):
         return AGENT
     if _USER_SPEECH.search(query):
         return USER
+    if _PAST_CONVERSATION.search(query):  # the user recalls it to the agent: most often for what it said
+        return AGENT
     if _RECALL_REQUEST.search(query):
         return None
     if _FIRST_PERSON.search(query):
