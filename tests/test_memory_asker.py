@@ -25,7 +25,9 @@ from .test_memory_ranking import APP, USER as USER_ID
     # the speaker named beats the conversation named: "I mentioned" asks for the user's words
     ("Back to our previous chat about Netflix: I mentioned a show as an example, which one?", USER),
     ("What was the name of my cat that I told you about?", USER),  # a report of the user's own words
-    ("Could you remind me of the name of that restaurant in Cihampelas Walk?", None),  # names no speaker
+    ("Could you remind me of the name of that restaurant in Cihampelas Walk?", AGENT),  # what the agent named
+    ("I was wondering if you could remind me of that dessert shop in Orlando", AGENT),  # "I" asks, not said
+    ("Can you remind me what my dentist's name is?", USER),  # the user's own thing follows
     ("Can you remind me what you said about the eggs?", AGENT),
     ("When did Caroline go to the support group?", None),  # third person: no cue
     ("Which city does Alice live in?", None),
