@@ -21,6 +21,7 @@ from benchmarks._longmemeval import (
     evaluate_lme,
     lme_text,
     load_longmemeval,
+    paired_bootstrap,
     parse_lme_date,
     question_metrics,
     select_questions,
@@ -131,6 +132,24 @@ def test_split_from_another_file_keeps_that_files_split(tmp_path):
     assert set(kept) == set(ids) and stats["split_from"] == str(short)
 
 
+def test_paired_bootstrap_is_paired_and_reads_groups():
+    a = {f"k{i}": {"group": "test:knowledge-update", "turn_nDCG@10": 0.5 + 0.04 * i} for i in range(10)}
+    a["m0"] = {"group": "test:multi-session", "turn_nDCG@10": 1.0}
+    a["x_abs"] = {"group": "test:abstention", "clean": 1.0}
+    b = {q: {**r, "turn_nDCG@10": r["turn_nDCG@10"] - 0.1} for q, r in a.items() if "turn_nDCG@10" in r}
+    b["x_abs"] = {"group": "test:abstention", "clean": 0.0}
+    ku = paired_bootstrap(a, b, "test:knowledge-update")
+    # every question 0.1 better: the difference has no spread, whatever the questions' own spread is
+    assert ku["n"] == 10 and ku["mean"] == pytest.approx(0.1) and ku["low"] == pytest.approx(0.1)
+    assert ku["high"] == pytest.approx(0.1)
+    overall = paired_bootstrap(a, b, "test:overall")
+    assert overall["n"] == 11  # both types, not the abstention question
+    assert paired_bootstrap(a, b, "tune:overall")["n"] == 0
+    b["k0"]["turn_nDCG@10"] = a["k0"]["turn_nDCG@10"] + 0.9  # one question the other way widens it
+    wide = paired_bootstrap(a, b, "test:knowledge-update")
+    assert wide["low"] < 0 < wide["high"] and wide["mean"] == pytest.approx((9 * 0.1 - 0.9) / 10)
+
+
 def test_unknown_stratum_is_refused(lme_file):
     with pytest.raises(ValueError, match="single-session"):
         load_longmemeval(lme_file, None, ["single-session"])
@@ -191,3 +210,6 @@ def test_evaluate_groups_by_split_and_stratum(lme_file):
     assert m[f"{splits['q3_abs']}:{ABSTENTION}"]["clean"] == 0.0  # dense always returns something
     overall = [g for g in m if g.endswith(":overall")]
     assert sum(m[g]["n"] for g in overall) == 2  # q1 and q2; the _abs question is left out
+    pq = res["per_question"]  # what the paired comparison reads
+    assert set(pq) == {"q1", "q2", "q3_abs"} and pq["q1"]["turn_nDCG@10"] == 1.0
+    assert pq["q3_abs"]["group"] == f"{splits['q3_abs']}:{ABSTENTION}" and pq["q3_abs"]["clean"] == 0.0
