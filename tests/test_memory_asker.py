@@ -16,17 +16,17 @@ from .test_memory_ranking import APP, USER as USER_ID
 
 
 @pytest.mark.parametrize("query, cue", [
-    ("What speed is my new internet plan?", USER),
-    ("Where do I currently keep my old sneakers?", USER),
-    ("Can you suggest some activities that I can do in the evening?", USER),  # a request, not a report
-    ("Remind me of the restaurant you recommended in Bandung", AGENT),
+    ("What mileage does my new hybrid get?", USER),
+    ("Where do I store my winter tyres these days?", USER),
+    ("Can you suggest a few board games I could play with my kids?", USER),  # a request, not a report
+    ("Remind me of the museum you recommended in Porto", AGENT),
     ("You told me about a book on stoicism, what was its title?", AGENT),
-    ("I was going through our previous conversation about omelettes", AGENT),
+    ("I was rereading our previous conversation about sourdough", AGENT),
     # the speaker named beats the conversation named: "I mentioned" asks for the user's words
-    ("Back to our previous chat about Netflix: I mentioned a show as an example, which one?", USER),
+    ("Back to our previous chat about hiking: I mentioned a trail as an example, which one?", USER),
     ("What was the name of my cat that I told you about?", USER),  # a report of the user's own words
-    ("Could you remind me of the name of that restaurant in Cihampelas Walk?", AGENT),  # what the agent named
-    ("I was wondering if you could remind me of that dessert shop in Orlando", AGENT),  # "I" asks, not said
+    ("Could you remind me which bakery that was, near the cathedral?", AGENT),  # what the agent named
+    ("I'd like you to remind me about that tea house by the canal", AGENT),  # "I" asks, not said
     ("Can you remind me what my dentist's name is?", USER),  # the user's own thing follows
     ("Can you remind me what you said about the eggs?", AGENT),
     ("When did Caroline go to the support group?", None),  # third person: no cue

@@ -1,11 +1,11 @@
 """Whose words a question is about: the user's own, or what the agent said (the author signal's cue).
 
-Why: a user asking their assistant "what speed is my new internet plan?" or
-"where do I keep my old sneakers now?" wants what *they* said; the agent's
+Why: a user asking their assistant "what mileage does my new hybrid get?" or
+"where do I store my winter tyres now?" wants what *they* said; the agent's
 replies in the same conversation restate those words at greater length and
 outrank them on both the semantic and the full-text signal (LongMemEval's
 knowledge-update and single-session-user questions lost to plain BM25 that
-way; ``benchmarks/README.md``).  "Remind me of the restaurant you recommended"
+way; ``benchmarks/README.md``).  "The museum you recommended in Porto"
 wants the agent's words instead.  ``ScoreWeights.author`` adds a small bonus
 to memories whose author matches the cue; a question with neither cue (a
 third-person question, "when did Caroline move?") gives every memory the
@@ -51,13 +51,13 @@ def author_cue(query: str) -> str | None:
     In order: a report of the agent's speech; a report of the user's own ("I told you", "I mentioned");
     a reference to "our previous conversation" (the agent's words: it names the conversation, not the
     speaker, so a report of either speaker's words goes first); a request to be reminded of something
-    ("can you remind me of the name of that restaurant?") asks for the agent's words, unless what
+    ("could you remind me which bakery that was?") asks for the agent's words, unless what
     follows it is the user's own ("remind me what my PIN is"); any other first-person question asks
     for the user's words.
 
     Why "remind me" cues the agent: in LongMemEval's tune half all 22 questions with it asked for
-    the agent's words (single-session-assistant); two of them ("I was wondering if you could remind
-    me of that dessert shop") named no speaker otherwise, and the first-person "I" had read them as
+    the agent's words (single-session-assistant); two of them (in the form "I'd like you to remind
+    me about that tea house") named no speaker otherwise, and the first-person "I" had read them as
     the user's.  What one was reminded of is, without "my", most often what the agent named.
     """
     if _AGENT_SPEECH.search(query):

@@ -70,7 +70,7 @@ class ScoreWeights:
 
     author: float = 0.3
     """1 for a memory by the author the question asks about (``memory.asker``): the user's own words
-    for "what speed is my internet plan?", the agent's for "the restaurant you recommended"; 0 for
+    for "what mileage does my hybrid get?", the agent's for "the museum you recommended"; 0 for
     every memory when the question has no such cue.  Like recency, frequency and importance it is
     a tie-breaker between relevant memories (the relevance gate's margin applies to it).
 
