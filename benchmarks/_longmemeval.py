@@ -69,6 +69,10 @@ QUESTION_TYPES = ("single-session-user", "single-session-assistant", "single-ses
                   "multi-session", "knowledge-update", "temporal-reasoning")
 ABSTENTION = "abstention"
 KS = (5, 10)
+BASELINES = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency")
+"""The systems ``ours`` is compared with per group (``paired``: the one with the best mean there)."""
+PER_QUESTION_METRICS = ("turn_nDCG@10", "turn_R@10", "clean")
+"""What every system's result keeps per question (``per_question``), for paired comparisons."""
 
 
 @dataclass(frozen=True)
@@ -303,9 +307,6 @@ async def evaluate_lme(system: Any, questions: Sequence[LmeQuestion], docs: dict
             "per_question": per_question}
 
 
-BASELINES = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency")
-
-
 def ours_vs_best_baseline(systems: dict[str, Any], metric: str = "turn_nDCG@10") -> dict[str, dict[str, Any]]:
     """Per group with evidence: ``ours`` minus the baseline with the best mean there, with
     :func:`paired_bootstrap`'s interval."""
@@ -322,10 +323,6 @@ def ours_vs_best_baseline(systems: dict[str, Any], metric: str = "turn_nDCG@10")
         out[group] = {"baseline": best, **paired_bootstrap(systems["ours"]["per_question"],
                                                             systems[best]["per_question"], group, metric)}
     return out
-
-
-PER_QUESTION_METRICS = ("turn_nDCG@10", "turn_R@10", "clean")
-"""What every system's result keeps per question (``per_question``), for paired comparisons."""
 
 
 def paired_bootstrap(a: dict[str, dict[str, float]], b: dict[str, dict[str, float]], group: str,
