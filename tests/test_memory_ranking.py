@@ -21,9 +21,15 @@ WORDS = ("apple banana cherry hiking paris london kyoto dog cat piano guitar cof
 QUERIES = ["apple pie in paris", "sister is a nurse", "flight to kyoto", "coffee or tea", "piano guitar music", "苹果 咖啡"]
 
 
+SEED_START = datetime(2024, 1, 1, tzinfo=timezone.utc)
+"""The seed's first day, fixed: the embedded and indexed text carries each memory's date ("3 Feb 2024,
+user: ..."), so a seed dated from the wall clock was different data every day, and a ranking test at
+its threshold passed one day and failed the next."""
+
+
 async def seed(svc: OceanBaseMemoryService, database, n: int = 240) -> None:
     rng = random.Random(7)
-    start = datetime.now(timezone.utc) - timedelta(days=200)
+    start = SEED_START
     memories = []
     for i in range(n):
         body = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8))) + f" #{i}"
@@ -75,36 +81,75 @@ async def test_sql_and_numpy_paths_rank_the_same(seeded_pristine, fusion):
     sql_svc = seeded
     np_settings = dataclasses.replace(sql_svc.settings, scoring="numpy")
     np_svc = OceanBaseMemoryService(database=sql_svc.database, embedder=sql_svc.embedder, settings=np_settings)
+    linear = OceanBaseMemoryService(database=sql_svc.database, embedder=sql_svc.embedder,
+                                    settings=dataclasses.replace(sql_svc.settings, fusion="linear"))
     try:
-        compared, borrowed = 0, 0
+        compared, borrowed, tie_queries = 0, 0, 0
         # the last two ask for the user's / the agent's words (memory.asker; the seed has both authors)
         for query in QUERIES + ["what did I say about apple pie in paris", "the coffee or tea you recommended"]:
             a = await sql_svc.search(APP, USER, query, top_k=15)
             b = await np_svc.search(APP, USER, query, top_k=15)
             assert len(a) == 15 and len(b) == 15
-            assert [h.memory_id for h in a] == [h.memory_id for h in b], query
-            for x, y in zip(a, b):
+            tied: set[str] = set()
+            if fusion == "rrf":
+                similarity = {h.memory_id: h.signals.semantic for h in await linear.search(APP, USER, query, top_k=100)}
+                tied = float_tied(similarity)
+            if not tied & {h.memory_id for h in a + b}:
+                assert [h.memory_id for h in a] == [h.memory_id for h in b], query
+            else:
+                tie_queries += 1
+            by_id = {h.memory_id: h for h in b}
+            for x in a:
+                y = by_id.get(x.memory_id)
+                if y is None:
+                    continue  # moved across the cut by a tie's rank (only where ``tied``: else the ids are equal)
                 for f in ("semantic", "recency", "frequency", "fulltext", "importance", "version", "author", "score"):
-                    assert getattr(x.signals, f) == pytest.approx(getattr(y.signals, f), abs=1e-4), (query, f)
+                    if x.memory_id in tied and f in ("semantic", "score"):
+                        assert getattr(x.signals, f) == pytest.approx(getattr(y.signals, f), abs=0.02), (query, f)
+                    else:
+                        assert getattr(x.signals, f) == pytest.approx(getattr(y.signals, f), abs=1e-4), (query, f)
             compared += 1
             borrowed += sum(h.signals.version > 0 for h in a)
             # The ranking is not trivially driven by one signal.
             assert len({round(h.signals.recency, 3) for h in a}) > 1
         assert compared == len(QUERIES) + 2
+        assert tie_queries <= 2, tie_queries  # a tie is the exception, not what the comparison rests on
         assert borrowed > 0  # the version signal (facts lending full-text matches) was compared too
     finally:
         await np_svc.close()
+        await linear.close()
+
+
+def float_tied(similarity: dict[str, float], eps: float = 1e-6) -> set[str]:
+    """Memories whose cosine similarity is within ``eps`` of another's.
+
+    Why: seekdb computes ``cosine_distance`` in float32 (values ~1e-7 off numpy's), so two candidates
+    whose similarities agree to that precision may take each other's rank in ``fusion="rrf"`` (ranks
+    by similarity, ties by id) on one path and not the other.  Their semantic signal then differs by
+    one rank step, and the ordering of the hits around them may too; nothing else may differ."""
+    ordered = sorted(similarity.items(), key=lambda kv: kv[1])
+    out: set[str] = set()
+    for (i, x), (j, y) in zip(ordered, ordered[1:]):
+        if y - x < eps:
+            out |= {i, j}
+    return out
 
 
 async def test_ann_path_recall_against_exact(seeded):
+    """The HNSW list against the exact scan's at the same depth (``ann_pool`` = ``candidate_pool``):
+    with a deeper ANN list the candidates differ by more than the approximation, and so do the
+    signals measured over the candidates (recency from the newest one)."""
     ann = OceanBaseMemoryService(
-        database=seeded.database, embedder=seeded.embedder, settings=dataclasses.replace(seeded.settings, vector_search="ann", ef_search=200)
+        database=seeded.database, embedder=seeded.embedder,
+        settings=dataclasses.replace(seeded.settings, vector_search="ann", ef_search=200,
+                                     ann_pool=seeded.settings.candidate_pool),
     )
+    now = SEED_START + timedelta(days=210)
     try:
         overlap = []
         for query in QUERIES:
-            exact = await seeded.search(APP, USER, query, top_k=10)
-            approx = await ann.search(APP, USER, query, top_k=10)
+            exact = await seeded.search(APP, USER, query, top_k=10, now=now)
+            approx = await ann.search(APP, USER, query, top_k=10, now=now)
             # Recall by score, not by id: memories with identical words have identical
             # vectors, and which of two tied rows makes the cut is arbitrary.
             cut = exact[-1].score - 1e-6
