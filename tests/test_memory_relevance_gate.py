@@ -25,6 +25,9 @@ from adk_oceanbase.memory import relevance as rv
 from tests.test_memory_context import FILLER, TRIP, ev
 from tests.test_memory_ranking import APP, QUERIES, USER, _seeded
 
+CLOCK = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+"""When the hand-made memories below are dated: a fixed day, since each memory's date is embedded
+and indexed with its text (a wall-clock date made them different data every day)."""
 GATE = dict(relevance_min_similarity=0.35, relevance_min_lexical=0.5, relevance_margin=0.2)
 
 
@@ -98,7 +101,7 @@ async def test_sql_and_numpy_paths_agree_with_the_gate_on(gated, fill):
 
 @pytest.mark.parametrize("scoring", ["sql", "numpy"])
 async def test_recency_cannot_lift_a_weak_match_over_a_strong_one_within_the_margin(database, scoring):
-    now = datetime.now(timezone.utc)
+    now = CLOCK
     old = MemoryEntry(id="strong", author="user", timestamp=(now - timedelta(days=900)).isoformat(),
                       content=types.Content(parts=[types.Part.from_text(text="my sister works as a nurse in kyoto")]))
     new = MemoryEntry(id="weak", author="user", timestamp=now.isoformat(),
@@ -170,7 +173,7 @@ async def test_a_rare_name_is_lexical_evidence_and_a_common_word_is_not(database
     s = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
                        relevance_min_lexical=0.5)
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=s)
-    now = datetime.now(timezone.utc)
+    now = CLOCK
     bodies = [f"had coffee at the station, day {i}" for i in range(30)] + ["Zorblat fixed the boiler", "the cat sleeps"]
     entries = [MemoryEntry(id=f"r{i:02d}", author="user", timestamp=(now - timedelta(hours=i)).isoformat(),
                            content=types.Content(parts=[types.Part.from_text(text=b)])) for i, b in enumerate(bodies)]

@@ -23,7 +23,9 @@ from adk_oceanbase.memory import MemorySettings, OceanBaseMemoryService
 pytestmark = pytest.mark.slow
 
 APP = "versions"
-NOW = datetime.now(timezone.utc).replace(microsecond=0)
+NOW = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+"""The questions' clock, fixed: each fact's date is embedded and indexed with its text, so a
+wall-clock date made them different data every day."""
 FACTS = [  # (text, days ago)
     ("Alice lives in Lisbon.", 300),
     ("Alice moved to Denver.", 40),
