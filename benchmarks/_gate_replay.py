@@ -83,7 +83,7 @@ async def captured_search(ours: OursSystem, seen: list, decode: Any, scope: str,
 
 async def capture(args: argparse.Namespace) -> dict[str, Any]:
     """Loads the tune split and records, per question, the numpy path's rows and ranking arguments."""
-    embedder, now, (loco, _), (ku, _) = load_tune_split(args)
+    embedder, (loco, _), (ku, _) = load_tune_split(args)
     out: dict[str, Any] = {"datasets": {}}
     with seekdb_or_url(args.url, memory_budget="2G") as server:
         url = server.url("bench_gate_replay", scheme="oceanbase") if server else args.url

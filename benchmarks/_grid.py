@@ -14,7 +14,6 @@ import argparse
 import dataclasses
 import itertools
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -71,10 +70,9 @@ async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
     from benchmarks.retrieval import knowledge_update_dataset, locomo_dataset
 
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    now = datetime.now(timezone.utc).replace(microsecond=0)
     convs = args.conversations or 3
-    loco, _ = locomo_dataset(args.locomo, convs, embedder, now)
-    ku = knowledge_update_dataset(args.seed, embedder, now)
+    loco, _ = locomo_dataset(args.locomo, convs, embedder)
+    ku = knowledge_update_dataset(args.seed, embedder)
     embedder.save()
     result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "sentence-transformers")),
                               "conversations": convs, "grid": GRID, "runs": []}

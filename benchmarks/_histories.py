@@ -43,7 +43,7 @@ import hashlib
 import logging
 import random
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -244,7 +244,7 @@ async def run_histories(args: argparse.Namespace) -> dict[str, Any]:
     if not args.locomo:
         raise SystemExit("--histories needs --locomo PATH")
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    ds, _ = locomo_dataset(args.locomo, args.conversations, embedder, datetime.now(timezone.utc))
+    ds, _ = locomo_dataset(args.locomo, args.conversations, embedder)
     embedder.save()
     rng = random.Random(args.seed)
     questions = [q for q in ds.queries if q.group in ds.headline_groups]

@@ -8,7 +8,6 @@ seed, each with its recall history and its abstention questions.  The
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from benchmarks._metrics import abstention_metrics, query_metrics
@@ -58,9 +57,10 @@ def locomo_split(path: str, split: str, embedder: Any) -> tuple[Any, dict]:
     return Dataset(f"locomo:{split}", docs, queries, {}, headline, now), info
 
 
-def knowledge_update_split(split: str, embedder: Any, now: datetime) -> tuple[Any, dict]:
-    """The knowledge-update dataset of ``split``: one scope (user) per seed, named ``knowledge_update:<split>``."""
-    from benchmarks._synthetic import make_knowledge_update_set
+def knowledge_update_split(split: str, embedder: Any) -> tuple[Any, dict]:
+    """The knowledge-update dataset of ``split``: one scope (user) per seed, named ``knowledge_update:<split>``,
+    asked at ``_synthetic.KU_CLOCK``."""
+    from benchmarks._synthetic import KU_CLOCK, dated_texts, make_knowledge_update_set
     from benchmarks._baselines import Doc
     from benchmarks.retrieval import Dataset, EvalQuery
 
@@ -70,10 +70,9 @@ def knowledge_update_split(split: str, embedder: Any, now: datetime) -> tuple[An
     for seed in SPLITS[split].seeds:
         ku = make_knowledge_update_set(seed)
         scope = f"ku-seed{seed}"
-        dated = [(m, now - timedelta(days=m.days_ago)) for m in ku.memories]
-        texts = [f"{when.day} {when:%B %Y}: {m.text}" for m, when in dated]  # the service's layout, no author
-        vecs = embedder.embed(texts)
-        docs[scope] = [Doc(m.memory_id, t, m.text, None, when, v) for (m, when), t, v in zip(dated, texts, vecs)]
+        dated = dated_texts(ku)
+        vecs = embedder.embed([t for _, _, t in dated])
+        docs[scope] = [Doc(m.memory_id, t, m.text, None, when, v) for (m, when, t), v in zip(dated, vecs)]
         asked = [(q.question, (q.relevant,), q.signal) for q in ku.queries]
         asked += [(question, (), group) for question, group in ku_abstention_questions(ku, seed)]
         q_vecs = embedder.embed([a[0] for a in asked])
@@ -81,5 +80,5 @@ def knowledge_update_split(split: str, embedder: Any, now: datetime) -> tuple[An
         w_vecs = embedder.embed(ku.warmups) if ku.warmups else []
         warmups[scope] = list(zip(ku.warmups, w_vecs))
     ds = Dataset(f"knowledge_update:{split}", docs, queries, warmups, ("recency", "frequency"),
-                 {scope: now for scope in docs})
+                 {scope: KU_CLOCK for scope in docs})
     return ds, {"seeds": list(SPLITS[split].seeds), "questions": len(queries)}

@@ -20,18 +20,31 @@ Knowledge-update set (one app, one user; every system sees the same memories):
 * **Filler**: chit-chat memories about the same people (dated at random), so
   the store is not only the answer candidates.
 
-Dates are offsets from "now" at run time, so a recency half-life in days means
-the same thing on every run.  Everything comes from ``random.Random(seed)``.
+Dates are offsets (``days_ago``) from a fixed clock, ``KU_CLOCK``, at which the
+questions are asked; ``dated_texts`` gives every memory its date and the text
+the systems embed and index ("4 March 2025: Alice moved to Denver.", the
+service's layout).  Everything comes from ``random.Random(seed)``.
+
+Why a fixed clock: until 2026-11-25 the offsets were taken from the run's wall
+clock.  The date is part of the embedded and full-text indexed text, so every
+day's run scored different texts: knowledge-update R@1 of the same commit moved
+between 0.525 and 0.542 from one day to the next, and no results file could be
+reproduced on another day.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 
-__all__ = ["KUMemory", "KUQuery", "KnowledgeUpdateSet", "clustered_vectors", "make_knowledge_update_set"]
+__all__ = ["KU_CLOCK", "KUMemory", "KUQuery", "KnowledgeUpdateSet", "clustered_vectors", "dated_texts",
+           "make_knowledge_update_set"]
+
+KU_CLOCK = datetime(2025, 6, 1, 12, 0, tzinfo=timezone.utc)
+"""When the knowledge-update questions are asked; memories are dated ``days_ago`` before it."""
 
 PEOPLE = [
     "Alice", "Ben", "Chloe", "Dmitri", "Esther", "Farid", "Grace", "Hiro", "Ines", "Jonas",
@@ -155,6 +168,16 @@ def make_knowledge_update_set(
     for _ in range(filler):
         add(rng.choice(FILLER).format(p=rng.choice(PEOPLE)), rng.uniform(0, 400), "filler")
     rng.shuffle(out.warmups)
+    return out
+
+
+def dated_texts(ku: KnowledgeUpdateSet, clock: datetime = KU_CLOCK) -> list[tuple[KUMemory, datetime, str]]:
+    """``(memory, its date, the text systems see)`` for every memory of ``ku``: dated ``days_ago`` before
+    ``clock``, the text prefixed with that date as the service stores it (no author: these are facts)."""
+    out = []
+    for m in ku.memories:
+        when = clock - timedelta(days=m.days_ago)
+        out.append((m, when, f"{when.day} {when:%B %Y}: {m.text}"))
     return out
 
 

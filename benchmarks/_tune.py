@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -83,20 +82,19 @@ async def _score(system: OursSystem, ds: Any, top_k: int) -> dict[str, Any]:
     return aggregate(rows)
 
 
-def load_tune_split(args: argparse.Namespace) -> tuple[Any, datetime, tuple[Any, Any], tuple[Any, Any]]:
-    """The embedder, the clock, and the tune split's LoCoMo and knowledge-update sets (each with its info)."""
+def load_tune_split(args: argparse.Namespace) -> tuple[Any, tuple[Any, Any], tuple[Any, Any]]:
+    """The embedder and the tune split's LoCoMo and knowledge-update sets (each with its info)."""
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    now = datetime.now(timezone.utc).replace(microsecond=0)
     loco = locomo_split(args.locomo, "tune", embedder)
-    ku = knowledge_update_split("tune", embedder, now)
+    ku = knowledge_update_split("tune", embedder)
     embedder.save()
-    return embedder, now, loco, ku
+    return embedder, loco, ku
 
 
 async def run_tune_grid(args: argparse.Namespace) -> dict[str, Any]:
     import dataclasses
 
-    embedder, now, (loco, loco_info), (ku, ku_info) = load_tune_split(args)
+    embedder, (loco, loco_info), (ku, ku_info) = load_tune_split(args)
     grid = [g for g in args.tune_grid.split(";")] if args.tune_grid != "default" else DEFAULT_GRID
     result: dict[str, Any] = {"environment": environment(("adk-oceanbase", "pylibseekdb", "sentence-transformers")),
                               "split": "tune", "split_info": {"locomo": loco_info, "ku": ku_info}, "runs": []}

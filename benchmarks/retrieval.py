@@ -72,7 +72,7 @@ import os
 import sys
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -90,7 +90,7 @@ from benchmarks._metrics import aggregate, summarise_latencies
 from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
 from benchmarks._report import format_table
 from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
-from benchmarks._synthetic import make_knowledge_update_set
+from benchmarks._synthetic import KU_CLOCK, dated_texts, make_knowledge_update_set
 
 logger = logging.getLogger("benchmarks.retrieval")
 
@@ -132,7 +132,7 @@ class Dataset:
 
 
 # ---------------------------------------------------------------- datasets
-def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedder, now: datetime):
+def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedder):
     convs, stats = load_locomo(path, conversations)
     queries: list[EvalQuery] = []
     docs, asked_at = conversation_docs(convs, embedder)
@@ -147,13 +147,11 @@ def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedde
     return Dataset("locomo", docs, queries, {}, headline, asked_at), stats.as_dict()
 
 
-def knowledge_update_dataset(seed: int, embedder: CachedEmbedder, now: datetime) -> Dataset:
+def knowledge_update_dataset(seed: int, embedder: CachedEmbedder) -> Dataset:
+    """The knowledge-update set of ``seed``, asked at ``KU_CLOCK`` (a fixed day: its dates are in the texts)."""
     ku = make_knowledge_update_set(seed)
     scope = f"ku-seed{seed}"
-    texts = []
-    for m in ku.memories:
-        when = now - timedelta(days=m.days_ago)
-        texts.append((m, when, f"{when.day} {when:%B %Y}: {m.text}"))  # the service's layout, no author
+    texts = dated_texts(ku)
     vecs = embedder.embed([t for _, _, t in texts])
     docs = [Doc(m.memory_id, text, m.text, None, when, v) for (m, when, text), v in zip(texts, vecs)]
     q_vecs = embedder.embed([q.question for q in ku.queries])
@@ -161,7 +159,7 @@ def knowledge_update_dataset(seed: int, embedder: CachedEmbedder, now: datetime)
     queries = [EvalQuery(scope, q.question, (q.relevant,), q.signal, v) for q, v in zip(ku.queries, q_vecs)]
     return Dataset(
         "knowledge_update", {scope: docs}, queries, {scope: list(zip(ku.warmups, w_vecs))},
-        ("recency", "frequency"), {scope: now},
+        ("recency", "frequency"), {scope: KU_CLOCK},
     )
 
 
@@ -290,8 +288,7 @@ def print_tables(results: dict[str, Any]) -> None:
             print(format_table(f"== {ds_name} / {label} (n={n:.0f})", rows, table_columns(g, cols)))
 
 
-async def split_datasets(args: argparse.Namespace, embedder: CachedEmbedder, now: datetime,
-                         out: dict[str, Any]) -> list[Dataset]:
+async def split_datasets(args: argparse.Namespace, embedder: CachedEmbedder, out: dict[str, Any]) -> list[Dataset]:
     """``--split``: the datasets of the tune and/or test split; baselines' weights tuned on tune."""
     from benchmarks._baseline_tuning import tune_dense_recency, tune_fusion
 
@@ -301,7 +298,7 @@ async def split_datasets(args: argparse.Namespace, embedder: CachedEmbedder, now
             built[f"locomo:{split}"], out["split_info"][f"locomo:{split}"] = locomo_split(args.locomo, split, embedder)
         if not args.no_ku:
             built[f"knowledge_update:{split}"], out["split_info"][f"knowledge_update:{split}"] = \
-                knowledge_update_split(split, embedder, now)
+                knowledge_update_split(split, embedder)
     if "locomo:tune" in built:
         out["baseline_tuning"]["fusion"] = await tune_fusion(built["locomo:tune"])
     if "knowledge_update:tune" in built:
@@ -312,18 +309,17 @@ async def split_datasets(args: argparse.Namespace, embedder: CachedEmbedder, now
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
-    now = datetime.now(timezone.utc).replace(microsecond=0)
     datasets: list[Dataset] = []
     out: dict[str, Any] = {"environment": environment(PACKAGES), "args": vars(args), "datasets": {},
                            "split": args.split, "split_info": {}, "baseline_tuning": {}}
     if args.split != "none":
-        datasets = await split_datasets(args, embedder, now, out)
+        datasets = await split_datasets(args, embedder, out)
     elif args.locomo:
-        ds, stats = locomo_dataset(args.locomo, args.conversations, embedder, now)
+        ds, stats = locomo_dataset(args.locomo, args.conversations, embedder)
         datasets.append(ds)
         out["locomo_stats"] = stats
     if args.split == "none" and not args.no_ku:
-        datasets.append(knowledge_update_dataset(args.seed, embedder, now))
+        datasets.append(knowledge_update_dataset(args.seed, embedder))
     out["embedding"] = {
         "model": embedder.model_name,
         "texts_embedded_this_run": embedder.model_texts,
