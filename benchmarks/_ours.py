@@ -57,6 +57,8 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["context_mode"] = "gap" if overrides["cgap"] else "best"
     if "cchars" in overrides:  # context_full_chars; a negative value: every turn borrows its whole context
         changes["context_full_chars"] = None if overrides["cchars"] < 0 else int(overrides["cchars"])
+    if "clend" in overrides:  # 1: a long neighbour lends in proportion to its length (context_long_lends_less)
+        changes["context_long_lends_less"] = bool(overrides["clend"])
     if "vsim" in overrides:  # version signal: cosine from which two facts may be versions
         changes["version_similarity"] = float(overrides["vsim"])
     if "vband" in overrides:
@@ -71,7 +73,7 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
         changes["relevance_gate_neighbours"] = bool(overrides["gnb"])
     if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
         changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
-    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "cgap", "cchars", "vsim", "vband", "vpool",
+    known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "cgap", "cchars", "clend", "vsim", "vband", "vpool",
              "gsim", "glex", "gmargin", "gnb", "gfill"}
     unknown = set(overrides) - set(WEIGHT_KEYS) - known
     if unknown:

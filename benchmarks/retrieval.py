@@ -104,9 +104,10 @@ the tune split (``--gate-replay default``): the most clean abstentions at no los
 ABSTAIN_VARIANT = {"gsim": 0.76, "glex": 0.25, "gfill": 1.0}
 """``ours-abstain``: a stricter lexical floor than the default, an opt-in trade-off read off the tune split's
 frontier (``--gate-replay``): 64% clean abstentions for -0.010 LoCoMo R@10 and -0.08 knowledge-update R@1."""
-PREVIOUS_DEFAULTS = {"author": 0.2}
-"""``ours-previous``: ours with the ranking defaults before the latest change (author weight 0.2,
-``ScoreWeights.author``), for before/after in one run.  Up to ``retrieval-longmemeval-2026-11-23-n16d.json``:
+PREVIOUS_DEFAULTS = {"clend": 0}
+"""``ours-previous``: ours with the ranking defaults before the latest change (a long neighbour lent its
+whole relevance, ``MemorySettings.context_long_lends_less``), for before/after in one run.  Up to
+``retrieval-longmemeval-2026-11-24-n24b.json``: ``author=0.2``.  Up to ``retrieval-longmemeval-2026-11-23-n16d.json``:
 ``author=0`` (no author signal); up to ``...-n16b.json``: ``cchars=-1`` (every turn borrowed its whole context
 signal); up to ``...-n16.json``: ``semantic=0.5, fulltext=0.5, context=0.7, cgap=0``."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]

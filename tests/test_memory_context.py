@@ -296,3 +296,57 @@ def test_context_full_chars_must_be_a_positive_integer():
     for bad in (0, -5, 2.5, True):
         with pytest.raises(ConfigurationError):
             MemorySettings(context_full_chars=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("long_lends_less", [True, False])
+async def test_a_long_neighbour_lends_in_proportion_to_its_length(pristine_database, long_lends_less):
+    """``context_long_lends_less``: a short reply beside a long, matching turn borrows that turn's
+    relevance times ``context_full_chars / its length`` (the whole relevance when off).  Both paths agree."""
+    database = pristine_database
+    full_chars = 200
+    weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
+
+    def svc(scoring: str) -> OceanBaseMemoryService:
+        return OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(
+            bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
+            context_mode="gap", context_full_chars=full_chars, context_long_lends_less=long_lends_less))
+
+    sql, npy = svc("sql"), svc("numpy")
+    reply = "We should plan a family holiday like that next year."
+    turns = [("user", "Tell me about your trip."), ("model", LONG_ANSWER), ("user", reply),
+             ("model", "Happy to help you plan a holiday.")]
+    try:
+        now = time.time() - 3600
+        await sql.add_session_to_memory(
+            Session(id="trip", app_name=APP, user_id=USER, events=[ev(a, t, now + i) for i, (a, t) in enumerate(turns)]))
+        await sql.add_session_to_memory(
+            Session(id="other", app_name=APP, user_id=USER, events=[ev(a, t, now + 10 + i) for i, (a, t) in enumerate(FILLER)]))
+        await sql.flush()
+        from datetime import datetime, timezone
+
+        clock = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
+        query = "which tram did we take up the hill, and where did we eat grilled sardines"
+        a = await sql.search(APP, USER, query, top_k=10, now=clock)
+        _assert_paths_agree(a, await npy.search(APP, USER, query, top_k=10, now=clock))
+        by_text = {h.entry.content.parts[0].text: h for h in a}
+        assert {t for _, t in turns} <= set(by_text)  # every turn of the session is a candidate
+
+        def own(h) -> float:
+            return 0.7 * h.signals.semantic + 0.3 * h.signals.fulltext
+
+        def lent(t: str) -> float:
+            return own(by_text[t]) * (min(1.0, full_chars / len(t)) if long_lends_less else 1.0)
+
+        long_turn, short = by_text[LONG_ANSWER], by_text[reply]
+        assert own(long_turn) > max(own(by_text[t]) for t in by_text if t != LONG_ANSWER)  # the match is the long turn
+        assert len(reply) <= full_chars  # the reply borrows its whole gap
+        best = max(lent(t) for _, t in turns if t != reply)
+        assert short.signals.context == pytest.approx(max(best - max(own(short), 0.0), 0.0), abs=1e-6)
+        whole_gap = own(long_turn) - max(own(short), 0.0)  # what it would borrow from the whole relevance
+        if long_lends_less:
+            assert short.signals.context < whole_gap - 1e-3
+        else:
+            assert short.signals.context == pytest.approx(whole_gap, abs=1e-6) and whole_gap > 0
+    finally:
+        await sql.close()
+        await npy.close()

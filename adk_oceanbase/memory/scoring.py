@@ -176,12 +176,15 @@ def rank_rows(
     rel_ok = rv.relevant_mask(settings, sem, has_vec, lex)
     relevance = weights.semantic * sem_sig + weights.fulltext * ft_sig
     window = settings.context_window if weights.context else 0
-    ctx, nb_ok = _context(rows, cand, relevance, window, rel_ok)
+    length_share = np.ones(n)  # a long turn borrows (and lends) in proportion (search_sql._context_exprs)
+    if settings.context_full_chars is not None:
+        chars = np.array([max(len(r.content or ""), 1) for r in rows], dtype=np.float64)
+        length_share = np.minimum(1.0, settings.context_full_chars / chars)
+    lent = relevance * length_share if settings.context_long_lends_less else relevance
+    ctx, nb_ok = _context(rows, cand, lent, window, rel_ok)
     if settings.context_mode == "gap":
         ctx = np.maximum(ctx - np.maximum(relevance, 0.0), 0.0)  # search_sql._context_exprs' gap
-    if settings.context_full_chars is not None:  # a long turn borrows less (search_sql._context_exprs)
-        chars = np.array([max(len(r.content or ""), 1) for r in rows], dtype=np.float64)
-        ctx = ctx * np.minimum(1.0, settings.context_full_chars / chars)
+    ctx = ctx * length_share
     ver = np.zeros(n)
     if weights.version and query_vector is not None:
         ver = _version(rows, cand & has_vec, relevance, sem, ft_sig, unit, settings)

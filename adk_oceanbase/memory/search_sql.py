@@ -231,7 +231,7 @@ def hybrid_search(
     params["w_ver"] = float(weights.version)
     rel_ok = rv.eligible_sql(settings, params, sem="r.sem_raw", has_vec="r.has_vec", lex="r.ft_cov")
     ctx, nb_ok = _context_exprs(settings.context_window if weights.context else 0, settings.context_mode,
-                                settings.context_full_chars, params)
+                                settings.context_full_chars, params, long_lends_less=settings.context_long_lends_less)
     # Per-candidate signals; a CTE because the version signal reads it twice.
     ctes.append(f"""sig AS (
   SELECT /*+ MATERIALIZE */ {r_cols},
@@ -344,7 +344,8 @@ def _version_ctes(settings: MemorySettings, params: dict[str, Any]) -> list[str]
 
 
 def _context_exprs(
-    window: int, mode: str = "best", full_chars: int | None = None, params: dict[str, Any] | None = None
+    window: int, mode: str = "best", full_chars: int | None = None, params: dict[str, Any] | None = None,
+    *, long_lends_less: bool = False,
 ) -> tuple[str, str]:
     """The context signal of candidate ``q`` and whether it has an eligible neighbour (``nb_ok``).
 
@@ -362,7 +363,10 @@ def _context_exprs(
     (``MemorySettings.context_full_chars``, bound into ``params``) scales the
     signal by ``LEAST(1, full_chars / CHAR_LENGTH(content))`` (``sig``'s
     ``content_chars``): a long turn is
-    about what it says itself and borrows less.
+    about what it says itself and borrows less; with ``long_lends_less``
+    (``MemorySettings.context_long_lends_less``) a long neighbour's relevance
+    is scaled the same way before the window takes its maximum, so it lends
+    less too.
     """
     w = int(window)
     if w < 1:
@@ -377,14 +381,16 @@ def _context_exprs(
                 + ", ".join(f"COALESCE(MAX({value}) OVER ({part} {f}), 0)" for f in frames) + ", 0) END")
 
     own = ":w_sem * q.sem + :w_ft * q.ft"
-    ctx = best(own)
-    if mode == "gap":
-        ctx = f"GREATEST({ctx} - GREATEST({own}, 0), 0)"  # no neighbour (0): nothing, whatever its own
+    share = "LEAST(1, :ctx_chars / GREATEST(q.content_chars, 1))"  # a long turn's share (full_chars)
     if full_chars is not None:
         if params is None:
             raise ValueError("context_full_chars needs the statement's params to bind into")
         params["ctx_chars"] = float(full_chars)
-        ctx = f"({ctx}) * LEAST(1, :ctx_chars / GREATEST(q.content_chars, 1))"
+    ctx = best(f"({own}) * {share}" if full_chars is not None and long_lends_less else own)
+    if mode == "gap":
+        ctx = f"GREATEST({ctx} - GREATEST({own}, 0), 0)"  # no neighbour (0): nothing, whatever its own
+    if full_chars is not None:
+        ctx = f"({ctx}) * {share}"
     return ctx, best("q.rel_ok")
 
 

@@ -213,6 +213,19 @@ class MemorySettings:
     0.542).  200 / 300 / 400 / 600 / 1000 characters: LongMemEval 0.703 / 0.703 / 0.709 / 0.709 /
     0.705 (400-800 is a plateau)."""
 
+    context_long_lends_less: bool = True
+    """A neighbour longer than ``context_full_chars`` lends ``its relevance * context_full_chars / its
+    length`` to the turns beside it, as it borrows; ``False``: it lends its whole relevance (before
+    2026-11-25).  No effect with ``context_full_chars=None``.
+
+    Why: a long turn's match says what *it* is about, not what the short turn beside it means.  A
+    one-line request ("any tips for my trip?") next to a 2,000-character answer borrowed most of the
+    answer's match and rose above other sessions' evidence.  LoCoMo and the knowledge-update set are
+    unchanged by construction (no turn there reaches 800 characters; the longest LoCoMo tune turn
+    has 438).  LongMemEval oracle tune half (235 questions, numpy replay): turn nDCG@10 0.807 -> 0.816
+    (multi-session 0.702 -> 0.719, single-session-user 0.905 -> 0.928, knowledge-update 0.817 ->
+    0.813); benchmarks/README.md, "Results, 2026-11-25"."""
+
     version_similarity: float = 0.6
     """Cosine similarity between two facts' embeddings from which they may be versions of one fact.
 
