@@ -335,7 +335,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
             if d.author is not None:
                 check_text(f"author of event {d.event_ids}", d.author)
-        session = (sid, session_time) if whole_session and sid else None
+        if session_time is None and events:
+            session_time = max(e.timestamp for e in events)  # what a batch of turns knew of its session
+        session = (sid, session_time) if sid and session_time is not None else None
         await self._write(app, user, await self._redacted_drafts(app, drafts), start, session)
 
     async def _turn_positions(
