@@ -180,3 +180,42 @@ async def test_other_users_writes_are_not_held_back(db):
     finally:
         await held.close()
         await free.close()
+
+
+@pytest.mark.parametrize("action", ["opt_out", "erase"])
+async def test_a_write_inside_its_transaction_holds_off_opt_out_and_erasure(db, monkeypatch, action):
+    """A write parked inside its transaction, past every check: the opt-out purge or erasure must wait for it.
+
+    Without the guard lock the purge committed while the writer was parked
+    and the writer's rows landed after it (300 memories left per run).
+    """
+    from adk_oceanbase.memory import service as service_module
+
+    inside, go = asyncio.Event(), asyncio.Event()
+    real = service_module.write_drafts
+
+    async def parked(*args, **kwargs):
+        inside.set()
+        await go.wait()
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(service_module, "write_drafts", parked)
+    memory = OceanBaseMemoryService(database=db, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
+    try:
+        writer = asyncio.ensure_future(memory.add_memory(app_name=APP, user_id="kim", memories=[entry("likes opera")]))
+        await inside.wait()
+        if action == "opt_out":
+            purge = asyncio.ensure_future(memory.set_memory_opt_out(APP, "kim", purge=True))
+        else:
+            purge = asyncio.ensure_future(delete_user_data(db, APP, "kim"))
+        done, _ = await asyncio.wait([purge], timeout=2.0)
+        assert not done, "the purge committed while a write of the user was open"
+        go.set()
+        await writer
+        await purge
+        await memory.flush()
+    finally:
+        go.set()
+        await memory.close()
+    counts = await rows_of(db, APP, "kim")
+    assert counts["agent_memories"] == 0 and counts["memory_terms"] == 0
