@@ -29,6 +29,13 @@ content, so the log is no second copy of personal data).  Issue #10 and seed
 * A call made *inside* an audited call (``search_memory`` calls ``search``;
   LLM extraction searches while adding) is part of the outer record.
 
+* **Who** (issue 33): ``actor`` is the name set by :func:`audit_actor` around
+  the call, else :attr:`AuditSettings.actor`, else NULL.  The CLI sets
+  ``cli:<os user>`` or ``--actor``.
+* **How long**: rows are append-only.  ``delete_user_data`` keeps the erased
+  user's rows (ids, counts, timings and class names: no column holds content)
+  and adds its own ``delete_user`` row; the audit retention removes them.
+
 Auditing is off unless a service gets ``audit=AuditSettings(...)``; pass the
 same settings object to the session and the memory service.
 """

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
+from datetime import datetime
 
 import pytest
 from google.adk.memory.memory_entry import MemoryEntry
@@ -91,6 +92,14 @@ async def test_erasure_keeps_the_users_audit_history_ids_only(db):
         dump = json.dumps([list(r) for r in (await conn.execute(text(
             "SELECT * FROM audit_log WHERE user_id = 'cid'"))).all()], default=str)
     assert "IBAN" not in dump and "DE89" not in dump and s.id in dump
+    async with db.engine.connect() as conn:  # the analyst's question, after the erasure
+        from pathlib import Path
+
+        sql = (Path(__file__).resolve().parents[2] / "sql" / "queries" / "audit_actors.sql").read_text()
+        for name, value in {"app_name": APP, "user_id": "cid", "since": datetime(2000, 1, 1)}.items():
+            await conn.execute(text(f"SET @{name} = :v"), {"v": value})
+        who = {(r.actor, r.operation) for r in (await conn.execute(text(sql))).all()}
+    assert who == {("svc:agent", "create_session"), ("svc:agent", "memory_add"), ("dpo:carla", "delete_user")}
 
 
 async def test_a_write_that_lost_the_race_to_an_erasure_is_recorded_as_failed(db):
