@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .audit import AuditSettings
+from .audit import AuditSettings, audit_actor
 from .config import Config
 from .engine import Database
 from .errors import (
@@ -22,6 +22,7 @@ from .errors import (
     InvalidIdentifierError,
     InvalidStateError,
     LockTimeoutError,
+    MemoryWriteRaceError,
     QueryTimeoutError,
     SchemaConflictError,
     SchemaMissingError,
@@ -50,6 +51,7 @@ __all__ = [
     "InvalidIdentifierError",
     "InvalidStateError",
     "LockTimeoutError",
+    "MemoryWriteRaceError",
     "OceanBaseMemoryService",
     "OceanBaseSessionService",
     "SchemaConflictError",
@@ -65,6 +67,7 @@ __all__ = [
     "StaleSessionConflictError",
     "ValidationError",
     "__version__",
+    "audit_actor",
     "upgrade",
 ]
 

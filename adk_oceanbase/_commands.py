@@ -61,14 +61,17 @@ async def _open(args: argparse.Namespace, *, memory: bool = False, background: b
     """One :class:`Database` shared by the session (and memory) service; everything closed afterwards."""
     from .sessions import OceanBaseSessionService
 
+    from ._governance_commands import audit_settings
+
     db = Database(Config.from_url(args.url) if args.url else Config.from_env())
-    sessions = OceanBaseSessionService(database=db)
+    audit = audit_settings(args)  # --audit / ADK_OCEANBASE_AUDIT, on the commands that take it
+    sessions = OceanBaseSessionService(database=db, audit=audit)
     mem = None
     if memory:
         from .memory import MemorySettings, OceanBaseMemoryService
 
         # Reading and maintenance load no model and embed no backlog (MemorySettings.background_start).
-        mem = OceanBaseMemoryService(database=db, settings=MemorySettings(background_start=background))
+        mem = OceanBaseMemoryService(database=db, settings=MemorySettings(background_start=background), audit=audit)
     try:
         yield sessions, mem
     finally:
@@ -347,6 +350,10 @@ async def run(args: argparse.Namespace) -> int:
 
         await run_demo(args.url)
         return 0
+    from . import _governance_commands as governance
+
+    if (args.command, getattr(args, "action", None)) in governance.ACTIONS:
+        return await governance.run(args, _open)
     handler = {
         "sessions": _sessions, "memory": _memory, "compact": _compact, "stats": _stats, "db": _db,
         "import-adk": _import_adk, "gc": _gc,

@@ -29,12 +29,20 @@ content, so the log is no second copy of personal data).  Issue #10 and seed
 * A call made *inside* an audited call (``search_memory`` calls ``search``;
   LLM extraction searches while adding) is part of the outer record.
 
+* **Who** (issue 33): ``actor`` is the name set by :func:`audit_actor` around
+  the call, else :attr:`AuditSettings.actor`, else NULL.  The CLI sets
+  ``cli:<os user>`` or ``--actor``.
+* **How long**: rows are append-only.  ``delete_user_data`` keeps the erased
+  user's rows (ids, counts, timings and class names: no column holds content)
+  and adds its own ``delete_user`` row; the audit retention removes them.
+
 Auditing is off unless a service gets ``audit=AuditSettings(...)``; pass the
 same settings object to the session and the memory service.
 """
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -43,7 +51,7 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, TypeVar
+from typing import Any, Awaitable, Callable, Iterator, TypeVar
 
 from sqlalchemy import Insert, insert
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -62,6 +70,8 @@ __all__ = [
     "by_appended_event",
     "by_ids",
     "by_session",
+    "audit_actor",
+    "current_actor",
     "current_entry",
 ]
 
@@ -70,25 +80,26 @@ logger = logging.getLogger(__name__)
 OPERATIONS = (
     "create_session", "get_session", "list_sessions", "delete_session", "append", "compaction",
     "memory_add", "memory_search", "memory_delete", "retention_sweep", "delete_user",
+    "memory_taint", "memory_untaint", "memory_opt_out", "memory_opt_in",
 )
 """Every value of ``audit_log.operation``."""
 
 RAW_INSERT_AUDIT = """
 INSERT INTO audit_log
     (at, operation, app_name, user_id, session_id, event_id, invocation_id,
-     duration_ms, status, error_code, row_count)
+     duration_ms, status, error_code, row_count, actor)
 VALUES
     (%(at)s, %(operation)s, %(app_name)s, %(user_id)s, %(session_id)s, %(event_id)s, %(invocation_id)s,
-     %(duration_ms)s, %(status)s, %(error_code)s, %(row_count)s)
+     %(duration_ms)s, %(status)s, %(error_code)s, %(row_count)s, %(actor)s)
 """
 """The audit row as driver-level SQL, for the batches of :mod:`adk_oceanbase.rawtx`."""
 
 RAW_INSERT_AUDIT_IF_WRITTEN = """
 INSERT INTO audit_log
     (at, operation, app_name, user_id, session_id, event_id, invocation_id,
-     duration_ms, status, error_code, row_count)
+     duration_ms, status, error_code, row_count, actor)
 SELECT %(at)s, %(operation)s, %(app_name)s, %(user_id)s, %(session_id)s, %(event_id)s, %(invocation_id)s,
-       %(duration_ms)s, %(status)s, %(error_code)s, %(row_count)s
+       %(duration_ms)s, %(status)s, %(error_code)s, %(row_count)s, %(actor)s
   FROM DUAL
  WHERE ROW_COUNT() = 1
 """
@@ -106,6 +117,9 @@ class AuditSettings:
     Args:
         read_sample: fraction of reads (get/list sessions, memory search)
             recorded, 0..1.  0 (the default) records writes only.
+        actor: who the service acts for, in ``audit_log.actor`` (e.g.
+            ``"svc:booking-agent"``) unless a call runs inside
+            :func:`audit_actor`; ``None`` leaves it empty.
 
     Example:
         >>> audit = AuditSettings(read_sample=0.05)
@@ -113,10 +127,45 @@ class AuditSettings:
     """
 
     read_sample: float = 0.0
+    actor: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.read_sample, (int, float)) or not 0.0 <= self.read_sample <= 1.0:
             raise ConfigurationError(f"AuditSettings.read_sample must be a number between 0 and 1, got {self.read_sample!r}")
+        if self.actor is not None:
+            _check_actor(self.actor)
+
+
+def _check_actor(actor: Any) -> str:
+    if not isinstance(actor, str) or not actor or len(actor) > ID_LEN:
+        raise ValidationError(f"an audit actor must be a non-empty string of at most {ID_LEN} characters, got {actor!r}")
+    return actor
+
+
+_actor: contextvars.ContextVar[str | None] = contextvars.ContextVar("adk_oceanbase_audit_actor", default=None)
+
+
+@contextlib.contextmanager
+def audit_actor(actor: str) -> Iterator[None]:
+    """Records ``actor`` as who made the audited calls inside the block (this task and the tasks it starts).
+
+    Wins over :attr:`AuditSettings.actor`; the CLI wraps each command in it
+    (``--actor``, default ``cli:<os user>``).
+
+    Example:
+        >>> with audit_actor("admin:alice"):
+        ...     pass  # await sessions.delete_user_data(app_name="app", user_id="u1")
+    """
+    token = _actor.set(_check_actor(actor))
+    try:
+        yield
+    finally:
+        _actor.reset(token)
+
+
+def current_actor() -> str | None:
+    """The actor set by the innermost :func:`audit_actor`, if any."""
+    return _actor.get()
 
 
 def _id(value: Any, limit: int = ID_LEN) -> str | None:
@@ -139,6 +188,8 @@ class AuditEntry:
     event_id: str | None = None
     invocation_id: str | None = None
     row_count: int | None = None
+    actor: str | None = field(default_factory=current_actor)
+    """Who made the call; the audited decorator falls back to :attr:`AuditSettings.actor`."""
     started: float = field(default_factory=time.perf_counter)
     taken: bool = False
     """Set once a transaction took the row (:meth:`row`); otherwise the decorator records the call alone."""
@@ -158,6 +209,7 @@ class AuditEntry:
             "status": status,
             "error_code": error_code,
             "row_count": self.row_count,
+            "actor": self.actor,
         }
 
     def rolled_back(self) -> None:
@@ -246,6 +298,8 @@ def audited(describe: Describe, *, read: bool = False, count: Count | None = Non
             entry = describe(bound)
             if entry is None:
                 return await method(self, *args, **kwargs)
+            if entry.actor is None:
+                entry.actor = auditor.settings.actor
             outer = _inside.set(True)
             mine = _current.set(None if read else entry)
             try:

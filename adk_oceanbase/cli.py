@@ -4,7 +4,8 @@ One subcommand per API method, one flag per keyword (the README's "Command
 line" section lists them all; a test checks that list against this parser).
 Machine output (JSON lines) goes to stdout; progress bars, spinners and status
 lines go to stderr, drawn only on a terminal.  Exit codes: 0 done, 1 not found
-or not current (``sessions show``, ``db check``), 2 an error.
+or not current (``sessions show``, ``db check``, ``users delete`` of a user with
+no rows, ``memory taint`` matching no memory), 2 an error.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def _parser() -> argparse.ArgumentParser:
     mdel.add_argument("--app", required=True, help="app name")
     mdel.add_argument("--user", required=True, help="user id")
     mdel.add_argument("memory_ids", metavar="MEMORY_ID", nargs="+", help="memory ids")
+    _governance_commands(sub, msub, cmd, audited=(delete, mdel))
     cmd(msub, "reembed", "re-embed rows another model embedded, with a progress bar; reembed() + flush()")
     cmd(msub, "rebuild-index", "rebuild the HNSW vector index after bulk loads; rebuild_vector_index()")
 
@@ -115,6 +117,34 @@ def _parser() -> argparse.ArgumentParser:
     gc.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
     gc.add_argument("--audit", action="store_true", help="record each deleting batch in audit_log (retention_sweep)")
     return p
+
+
+def _audit_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--audit", action="store_true",
+                        help="record the operation in audit_log (also: ADK_OCEANBASE_AUDIT=1)")
+    parser.add_argument("--actor", help="who acts, for audit_log.actor (default: cli:<os user>)")
+
+
+def _governance_commands(sub, msub, cmd, *, audited: Sequence[argparse.ArgumentParser]) -> None:
+    """Erasure, opt-out and taint marks (issue 33): the governance API, one command per method."""
+    users = sub.add_parser("users", help="erase a user's data").add_subparsers(dest="action", required=True, metavar="ACTION")
+    erase = cmd(users, "delete", "erase every row of one user of one app (audit history kept); delete_user_data()")
+    erase.add_argument("user", metavar="USER", help="user id")
+    erase.add_argument("--app", required=True, help="app name")
+    erase.add_argument("--yes", "-y", action="store_true", help="do not ask for confirmation")
+    opt_out = cmd(msub, "opt-out", "stop remembering a user (sessions keep working); set_memory_opt_out()")
+    opt_out.add_argument("--purge", action="store_true", help="also delete every memory the user has")
+    opt_in = cmd(msub, "opt-in", "remember a user again; set_memory_opt_out(opted_out=False)")
+    taint = cmd(msub, "taint", "mark memories as possibly poisoned: never returned; mark_tainted()")
+    taint.add_argument("memory_ids", metavar="MEMORY_ID", nargs="+", help="memory ids")
+    taint.add_argument("--user", required=True, help="user id")
+    taint.add_argument("--clear", action="store_true", help="clear the mark instead")
+    for c in (opt_out, opt_in):
+        c.add_argument("user", metavar="USER", help="user id")
+    for c in (opt_out, opt_in, taint):
+        c.add_argument("--app", required=True, help="app name")
+    for c in (*audited, erase, opt_out, opt_in, taint):
+        _audit_flags(c)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

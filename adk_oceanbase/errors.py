@@ -31,6 +31,7 @@ __all__ = [
     "LockTimeoutError",
     "MemoryNotFoundError",
     "MemoryTooLongError",
+    "MemoryWriteRaceError",
     "PacketTooLargeError",
     "QueryTimeoutError",
     "SchemaConflictError",
@@ -149,6 +150,16 @@ class DuplicateKeyError(AdkOceanBaseError):
 
 class MemoryNotFoundError(AdkOceanBaseError, KeyError):
     """A memory id passed to an update or delete does not exist for this app and user."""
+
+
+class MemoryWriteRaceError(AdkOceanBaseError):
+    """A memory write lost a race with ``delete_user_data`` (or an opt-out); nothing of it was stored.
+
+    The write started (read its session, events or generation) before the
+    user's data was erased and would have re-created it.  Retrying stores the
+    data again, now as data the user gave after the erasure: only do that if
+    the caller still holds a reason to remember it (a fresh session read).
+    """
 
 
 class EmbeddingModelMismatchError(AdkOceanBaseError, ValueError):

@@ -50,6 +50,7 @@ __all__ = [
     "debug_archive",
     "memory_opt_out",
     "memory_terms",
+    "memory_user_gen",
     "metadata",
     "session_events",
     "session_state",
@@ -248,6 +249,25 @@ memory_opt_out = Table(
     **_TABLE_OPTS,
 )
 
+memory_user_gen = Table(
+    "memory_user_gen",
+    metadata,
+    # One row per (app, user) whose memories were ever written, erased or opted
+    # out (migration 0014): every memory write locks it in its transaction and
+    # checks ``generation`` against the one it read when it started; erasure and
+    # opt-out bump it under the same lock, so a write in flight across them fails
+    # instead of re-creating data.  Keyed by a SHA-256 of the user id, not the id
+    # itself: the row outlives the user's erasure (it must, to stop late writes),
+    # and ``delete_user_data`` leaves no row holding the user id outside the audit log.
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_key", String(64, **_KEY), nullable=False),  # sha256(user_id) in hex
+    Column("generation", BigInteger, nullable=False, server_default="0"),
+    Column("erased_at", _ts(), nullable=True),  # the latest delete_user_data of the user, UTC
+    Column("updated_at", _ts(), nullable=False),
+    PrimaryKeyConstraint("app_name", "user_key", name="pk_memory_user_gen"),
+    **_TABLE_OPTS,
+)
+
 debug_archive = Table(
     "debug_archive",
     metadata,
@@ -281,6 +301,7 @@ audit_log = Table(
     Column("at", _ts(), nullable=False),
     # create_session | get_session | list_sessions | delete_session | append | compaction
     # | memory_add | memory_search | memory_delete | retention_sweep | delete_user
+    # | memory_taint | memory_opt_out | memory_opt_in (migration 0014)
     Column("operation", String(32), nullable=False),
     Column("app_name", String(ID_LEN, **_KEY), nullable=False),
     Column("user_id", String(ID_LEN, **_KEY), nullable=True),
@@ -291,6 +312,8 @@ audit_log = Table(
     Column("status", String(8), nullable=False),  # ok | error
     Column("error_code", String(64), nullable=True),  # the error's class name (and driver error number)
     Column("row_count", BigInteger, nullable=True),
+    # who did it (migration 0014): AuditSettings.actor, audit_actor(...), or the CLI's --actor
+    Column("actor", String(ID_LEN, **_KEY), nullable=True),
     Index("ix_audit_user_time", "app_name", "user_id", "at"),
     Index("ix_audit_time", "at"),
     **_TABLE_OPTS,

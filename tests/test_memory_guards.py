@@ -93,8 +93,9 @@ async def test_opt_out_committed_during_ingest_still_wins(database):
         from adk_oceanbase.memory.extraction import turn_drafts
 
         drafts = turn_drafts(APP, USER, None, [ev("I work night shifts at the hospital", time.time())], svc.settings)
+        start = await svc._started(APP, USER)  # the write started before the opt-out (memory_user_gen, issue 33)
         await svc.set_memory_opt_out(APP, USER)
-        assert await svc._write(APP, USER, drafts) == []
+        assert await svc._write(APP, USER, drafts, start) == []
         assert await count(database) == 0
     finally:
         await svc.close()

@@ -3,13 +3,26 @@
 Sessions, their events (archived ones too), session- and user-scoped state,
 memories (live, superseded, pending and tombstones), the memory opt-out row,
 debug archive entries, and any other table of :mod:`adk_oceanbase.schema`
-keyed by ``(app_name, user_id)`` (an audit log, for instance): it either all
-goes or nothing does.  App-scoped state belongs to no user and stays.
+keyed by ``(app_name, user_id)``: it either all goes or nothing does.
+App-scoped state belongs to no user and stays.
 
-The user's session rows are locked first, the order ``append_event`` and
-``delete_session`` take locks in, so an append racing the erasure either
-commits before it (and its event is erased) or fails with
-``SessionMissingError`` after it; it never deadlocks against it.
+Two things stay, by design:
+
+* ``audit_log``: the user's audit history is the record of who touched their
+  data, and the erasure adds its own row to it.  It holds ids, counts and
+  timings, never content (no column can: see :mod:`adk_oceanbase.audit`), and
+  is removed by the audit retention (``gc``), not by erasure.
+* the user's ``memory_user_gen`` row (keyed by a hash of the user id, not the
+  id): its generation moves on and ``erased_at`` is stamped, so a memory write
+  that started before the erasure fails instead of re-creating memories
+  (:mod:`.guard`).
+
+That guard row is locked first: a memory write holding it commits before the
+erasure (and its rows are erased), later ones queue behind it.  The user's
+session rows come next, the order ``append_event`` and ``delete_session``
+take locks in, so an append racing the erasure either commits before it (and
+its event is erased) or fails with ``SessionMissingError`` after it; it never
+deadlocks against it.
 """
 
 from __future__ import annotations
@@ -18,10 +31,13 @@ import logging
 
 from sqlalchemy import Table
 
+from datetime import datetime, timezone
+
 from ..audit import current_entry
 from ..engine import Database
-from ..schema import agent_sessions, metadata, session_events, session_state
+from ..schema import agent_sessions, audit_log, metadata, session_events, session_state
 from ..sessions.codec import check_id
+from . import guard
 from . import queries as q
 from ._tx import transaction
 
@@ -31,11 +47,13 @@ logger = logging.getLogger(__name__)
 
 # Taken first and in this order (the session row, then what hangs off it); the rest follow by name.
 _FIRST = (session_events, session_state, agent_sessions)
+KEPT = (audit_log,)
+"""Tables keyed by user that erasure leaves alone: the audit history (ids only), kept under the audit retention."""
 
 
 def user_tables() -> list[Table]:
-    """Every table of the schema with ``app_name`` and ``user_id`` columns, in the order erasure deletes them."""
-    keyed = [t for t in metadata.sorted_tables if {"app_name", "user_id"} <= set(t.c.keys())]
+    """Every table of the schema with ``app_name`` and ``user_id`` columns but :data:`KEPT`, in the order erasure deletes them."""
+    keyed = [t for t in metadata.sorted_tables if {"app_name", "user_id"} <= set(t.c.keys()) and t not in KEPT]
     rest = sorted((t for t in keyed if t not in _FIRST), key=lambda t: t.name)
     return [*_FIRST, *rest]
 
@@ -43,13 +61,16 @@ def user_tables() -> list[Table]:
 async def delete_user_data(db: Database, app_name: str, user_id: str) -> dict[str, int]:
     """Deletes every row of ``user_id`` in ``app_name``; returns rows deleted per table (zeros included).
 
-    ``user_id`` matches exactly (the key columns are ``utf8mb4_bin``).  With
-    auditing on, the user's earlier audit rows go too and one ``delete_user``
-    row (ids and a row count, never content) records the erasure itself.
+    ``user_id`` matches exactly (the key columns are ``utf8mb4_bin``).  The
+    user's audit rows stay (see the module docstring); with auditing on, one
+    ``delete_user`` row (ids and a row count, never content) records the
+    erasure itself.  A memory write that started before this call and had not
+    committed fails with :class:`~adk_oceanbase.errors.MemoryWriteRaceError`.
     """
     app, user = check_id("app_name", app_name), check_id("user_id", user_id)
     counts: dict[str, int] = {}
     async with transaction(db) as conn:
+        await guard.bump(conn, app, user, datetime.now(timezone.utc).replace(tzinfo=None), erased=True)
         locked = (await conn.execute(q.lock_user_sessions(app, user))).all()
         for table in user_tables():
             counts[table.name] = int((await conn.execute(q.delete_user_rows(table, app, user))).rowcount or 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import logging
 import random
 import time
@@ -24,7 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
 from .._lifecycle import DatabaseService
-from ..audit import AuditSettings, Auditor, audited, by_ids, by_session, current_entry
+from ..audit import AuditEntry, AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
 from ..errors import (
@@ -32,8 +33,10 @@ from ..errors import (
     DuplicateKeyError,
     EmbeddingModelMismatchError,
     MemoryTooLongError,
+    MemoryWriteRaceError,
     ValidationError,
 )
+from ..governance import guard
 from ..governance import queries as gq
 from ..redaction import RedactionPolicy, redact_value
 from ..schema import agent_memories, memory_terms
@@ -66,6 +69,16 @@ logger = logging.getLogger(__name__)
 
 def _now() -> datetime:
     return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _opt_out_entry(call: inspect.BoundArguments) -> AuditEntry:
+    a = call.arguments
+    return AuditEntry("memory_opt_out" if a["opted_out"] else "memory_opt_in", a["app_name"], a["user_id"])
+
+
+def _taint_entry(call: inspect.BoundArguments) -> AuditEntry:
+    a = call.arguments
+    return AuditEntry("memory_taint" if a["tainted"] else "memory_untaint", a["app_name"], a["user_id"])
 
 
 class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
@@ -247,13 +260,16 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         start with a summary; the stored log still has every turn.  Events the
         log lacks (a session held only in memory) are taken from ``session``.
         """
+        app, user = check_id("app_name", session.app_name), check_id("user_id", session.user_id)
+        start = await self._started(app, user)  # before the log is read: an erasure after this point wins
         events = list(session.events)
-        stored = await self._stored_events(session.app_name, session.user_id, session.id)
+        stored = await self._stored_events(app, user, session.id)
         if stored:
             known = {e.id for e in stored}
             events = stored + [e for e in events if e.id not in known]
         await self._add_events(
-            session.app_name, session.user_id, events, session.id, custom_metadata=None, whole_session=True
+            app, user, events, session.id, custom_metadata=None, whole_session=True,
+            start=start, session_time=session.last_update_time,
         )
 
     async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
@@ -283,6 +299,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         """Stores new turns (or LLM facts) of ``events``; events seen before are skipped (idempotent)."""
         await self._add_events(app_name, user_id, events, session_id, custom_metadata=custom_metadata, whole_session=False)
 
+    async def _started(self, app: str, user: str) -> guard.Generation:
+        """The user's write-guard generation and opt-out as a memory write starts (see :mod:`..governance.guard`)."""
+        await self._engine()
+        return await self._read(lambda conn: guard.started(conn, app, user))
+
     async def _add_events(
         self,
         app_name: str,
@@ -292,6 +313,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         *,
         custom_metadata: Mapping[str, object] | None,
         whole_session: bool,
+        start: guard.Generation | None = None,
+        session_time: float | None = None,
     ) -> None:
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         sid = check_id("session_id", session_id) if session_id else None  # "" means no session, as before
@@ -299,8 +322,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         for e in events:
             check_id("event id", e.id)
             check_timestamp(f"timestamp of event {e.id}", e.timestamp)
-        await self._engine()
-        if await self.is_memory_opted_out(app, user):
+        start = start or await self._started(app, user)
+        if start.opted_out:
             logger.debug("memory opt-out: %d event(s) not remembered", len(events))
             return
         if self._extractor is None:
@@ -312,7 +335,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
             if d.author is not None:
                 check_text(f"author of event {d.event_ids}", d.author)
-        await self._write(app, user, await self._redacted_drafts(app, drafts))
+        if session_time is None and events:
+            session_time = max(e.timestamp for e in events)  # what a batch of turns knew of its session
+        session = (sid, session_time) if sid and session_time is not None else None
+        await self._write(app, user, await self._redacted_drafts(app, drafts), start, session)
 
     async def _turn_positions(
         self, app: str, user: str, sid: str, events: Sequence["Event"], whole_session: bool
@@ -377,8 +403,21 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             d.content, d.topics, d.custom_metadata = content, topics, meta
         return drafts
 
-    async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
+    async def _write(
+        self,
+        app: str,
+        user: str,
+        drafts: Sequence[MemoryDraft],
+        start: guard.Generation,
+        session: tuple[str, float] | None = None,
+    ) -> list[str]:
         """Writes drafts in one transaction, again when a concurrent writer of the same memories won.
+
+        The transaction first locks the user's guard row (:mod:`..governance.guard`):
+        an opt-out committed since ``start`` drops the drafts; an erasure since
+        ``start`` raises :class:`MemoryWriteRaceError` and stores nothing.  So
+        does a whole ``session`` (id, last update time) read before the user's
+        latest erasure: not stored here any more and last updated before it.
 
         Two ``add_session_to_memory`` calls for overlapping sessions insert
         the same ids: the loser gets a duplicate key (OceanBase, after the
@@ -391,9 +430,16 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         now = _now()
 
         async def write(conn: Any) -> list[str] | None:
-            # Checked again here: an opt-out committed while the drafts were made still wins.
-            if (await conn.execute(gq.opt_out_of(app, user))).first() is not None:
+            # Checked again under the user's guard lock: an opt-out or erasure committed
+            # while the drafts were made wins, and none can commit until this write does.
+            now_gen = await guard.lock(conn, app, user, now)
+            if now_gen.opted_out:
                 return None
+            if now_gen.generation != start.generation:
+                raise MemoryWriteRaceError(_PREDATES_ERASURE)
+            if session is not None and now_gen.predates_erasure(session[1]) \
+                    and not await guard.session_stored(conn, app, user, session[0]):
+                raise MemoryWriteRaceError(_PREDATES_ERASURE)
             outcome = await write_drafts(conn, app, user, drafts, now)
             if (audit := current_entry()) is not None:
                 audit.row_count = len(outcome.inserted)
@@ -455,6 +501,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             if sid is not None:
                 sid = check_id("custom_metadata['session_id']", sid)
             given.append((entry, body, topics, meta, importance, confidence, sid))
+        start = await self._started(app, user)  # the call's moment: an erasure after it wins
         if given and self._redacts(app):  # before the ids: a content-derived id must not hash the raw text
             clean = await redact_value(self._redaction.redactor, [[body, topics, meta] for _, body, topics, meta, *_ in given])
             given = [(g[0], body, topics, meta, *g[4:]) for g, (body, topics, meta) in zip(given, clean)]
@@ -469,8 +516,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                     topics=topics, importance=importance, custom_metadata=meta, confidence=confidence,
                 )
             )
-        await self._engine()
-        await self._write(app, user, drafts)
+        await self._write(app, user, drafts, start)
 
     @override
     @traced
@@ -494,6 +540,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._rerunnable_tx(delete)
 
     # ----------------------------------------------------------- governance
+    @audited(_opt_out_entry)
     async def set_memory_opt_out(
         self, app_name: str, user_id: str, opted_out: bool = True, *, purge: bool = False
     ) -> int:
@@ -503,17 +550,28 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         and ``add_memory`` store nothing for the user; sessions are not
         affected.  ``purge=True`` also deletes every stored memory of the user
         (tombstones included), in the same transaction as the opt-out.
+
+        Opting out (or purging) moves the user's write-guard generation on
+        first (:mod:`..governance.guard`): a memory write in flight either
+        commits before it (and is purged) or stores nothing.  With auditing on,
+        a ``memory_opt_out`` / ``memory_opt_in`` row counts the purged memories.
         """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         purged = 0
+        now = _now()
         async with self._tx() as conn:
+            if opted_out or purge:
+                await guard.bump(conn, app, user, now, erased=False)
             if opted_out:
-                await conn.execute(gq.upsert_opt_out(app, user, _now()))
+                await conn.execute(gq.upsert_opt_out(app, user, now))
             else:
                 await conn.execute(gq.delete_opt_out(app, user))
             if purge:
                 purged = int((await conn.execute(gq.delete_user_rows(agent_memories, app, user))).rowcount or 0)
                 await conn.execute(gq.delete_user_rows(memory_terms, app, user))
+            if (audit := current_entry()) is not None:
+                audit.row_count = purged
+                await conn.execute(audit.insert())
         return purged
 
     async def is_memory_opted_out(self, app_name: str, user_id: str) -> bool:
@@ -525,6 +583,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
         return await self._read(read)
 
+    @audited(_taint_entry)
     async def mark_tainted(
         self, app_name: str, user_id: str, memory_ids: Sequence[str], tainted: bool = True
     ) -> int:
@@ -541,6 +600,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return 0
         async with self._tx() as conn:
             res = await conn.execute(gq.set_tainted(app, user, ids, tainted, _now()))
+            if (audit := current_entry()) is not None:
+                audit.row_count = int(res.rowcount or 0)
+                await conn.execute(audit.insert())
         return int(res.rowcount or 0)
 
     # --------------------------------------------------------------- search
@@ -779,6 +841,10 @@ class _UserProfile:
 _OB_INTERNAL_ERROR = 4016
 _SearchRow = namedtuple("_SearchRow", (*ROW_COLUMNS, *sq.SIGNAL_COLUMNS))  # type: ignore[misc]
 """A row of ``search_sql.hybrid_search``, by its documented column order."""
+_PREDATES_ERASURE = (
+    "the user's memories were erased (delete_user_data) or opted out while this write was in flight; "
+    "nothing was stored: read the session again before remembering it"
+)
 _WRITE_ATTEMPTS = 8
 """Runs of a memory write that keeps losing races with concurrent writers of the same rows (1062, 1213)."""
 

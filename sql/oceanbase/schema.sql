@@ -94,7 +94,7 @@ CREATE TABLE agent_memories (
 CREATE TABLE audit_log (                                  -- one row per audited operation; ids and numbers, never content
   audit_id BIGINT NOT NULL AUTO_INCREMENT,
   at DATETIME(6) NOT NULL,
-  operation VARCHAR(32) NOT NULL,                         -- create_session | get_session | list_sessions | delete_session | append | compaction | memory_add | memory_search | memory_delete | retention_sweep | delete_user
+  operation VARCHAR(32) NOT NULL,                         -- create_session | get_session | list_sessions | delete_session | append | compaction | memory_add | memory_search | memory_delete | retention_sweep | delete_user | memory_taint | memory_untaint | memory_opt_out | memory_opt_in
   app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
   user_id VARCHAR(128) COLLATE utf8mb4_bin,
   session_id VARCHAR(128) COLLATE utf8mb4_bin,
@@ -104,6 +104,7 @@ CREATE TABLE audit_log (                                  -- one row per audited
   status VARCHAR(8) NOT NULL,                             -- ok | error
   error_code VARCHAR(64),                                 -- the error's class name (":<driver error number>" when it has one)
   row_count BIGINT,                                       -- events, sessions, memories or rows the operation read or wrote
+  actor VARCHAR(128) COLLATE utf8mb4_bin,                 -- who made the call (AuditSettings.actor, audit_actor(), CLI --actor)
   PRIMARY KEY (audit_id),
   INDEX ix_audit_user_time (app_name, user_id, at),
   INDEX ix_audit_time (at)
@@ -128,6 +129,15 @@ CREATE TABLE memory_opt_out (                             -- users who asked not
   user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
   opted_out_at DATETIME(6) NOT NULL,
   CONSTRAINT pk_memory_opt_out PRIMARY KEY (app_name, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE memory_user_gen (                            -- memory write guard: writes lock it, erasure and opt-out bump it
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_key VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,      -- sha256(user_id), hex: the row outlives the user's erasure
+  generation BIGINT NOT NULL DEFAULT 0,
+  erased_at DATETIME(6),                                  -- the user's latest delete_user_data
+  updated_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_memory_user_gen PRIMARY KEY (app_name, user_key)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE debug_archive (                              -- temp: state and tool scratch values ADK discards (debug mode only)
