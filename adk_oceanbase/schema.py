@@ -34,6 +34,7 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
 from sqlalchemy.types import UserDefinedType
@@ -89,6 +90,10 @@ def _ts() -> DATETIME:
     return DATETIME(fsp=6)
 
 
+_SERVER_NOW = text("CURRENT_TIMESTAMP(6)")
+"""The database clock as a column default (UTC: our connections set ``time_zone = '+00:00'``)."""
+
+
 agent_sessions = Table(
     "agent_sessions",
     metadata,
@@ -107,9 +112,14 @@ agent_sessions = Table(
     # create_session's state (JSON, ADK-prefixed keys, temp: dropped): the
     # baseline replay needs, since creation state is not an event.
     Column("initial_state", LONGTEXT, nullable=True),
+    # When the server last wrote the session (create, append, import), by the database clock
+    # (UTC_TIMESTAMP(6)), never the event's own time: what session retention counts from (0015).
+    # The default serves writers that do not name it; our connections run in UTC.
+    Column("touched_at", _ts(), nullable=False, server_default=_SERVER_NOW),
     PrimaryKeyConstraint("app_name", "user_id", "session_id", name="pk_agent_sessions"),
     Index("ix_sessions_user_recent", "app_name", "user_id", "last_update_time", "session_id"),
     Index("ix_sessions_app_recent", "app_name", "last_update_time", "user_id", "session_id"),
+    Index("ix_sessions_app_touched", "app_name", "touched_at"),
     **_TABLE_OPTS,
 )
 
@@ -205,6 +215,11 @@ agent_memories = Table(
     # How many times this exact content was stored for the user (exact-duplicate merges count up;
     # the row carries the newest occurrence's time and provenance) (0012).
     Column("occurrences", Integer, nullable=False, server_default="1"),
+    # Retention's clock (0015), both from the database clock, never the source's time: when the server
+    # last stored the row (insert, a merged repeat; for a tombstone, the deletion) and when a search
+    # last served it to an agent.  ``created_at`` stays the remembered thing's own time.
+    Column("stored_at", _ts(), nullable=False, server_default=_SERVER_NOW),
+    Column("last_served_at", _ts(), nullable=True),
     # Ids are the caller's (add_memory) or derived per tenant: unique per app and user only (0007).
     PrimaryKeyConstraint("app_name", "user_id", "memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
@@ -213,6 +228,8 @@ agent_memories = Table(
     Index("ix_memories_session_pos", "app_name", "user_id", "session_id", "turn_pos"),
     # a user's memory count and mean term_count (BM25's N and average length) from the index alone (0012)
     Index("ix_memories_user_terms", "app_name", "user_id", "term_count"),
+    # the retention sweep's range: an app's memories stored before the cutoff (0015)
+    Index("ix_memories_app_stored", "app_name", "stored_at"),
     **_TABLE_OPTS,
 )
 

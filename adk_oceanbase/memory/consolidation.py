@@ -176,6 +176,7 @@ def _merge_row(
         "search_text": search_text(src_author, src_ts, src_body),
         "term_count": sum(doc_terms(search_text(src_author, src_ts, src_body)).values()),
         "reembed": int(embedding_text(src_author, src_ts, src_body) != embedding_text(r.author, r.created_at, r.content)),
+        "fresh": fresh,
         "now": now,
     }
     unchanged = (
