@@ -7,7 +7,10 @@ Design notes, each measured or forced by the engines:
 * Timestamps are written from the client (the event's own ``timestamp``):
   seekdb's ``NOW(6)`` advances in ~10 ms steps and can step backwards.
   ``DATETIME(6)`` columns (UTC, naive) are for people and SQL analysts; the
-  exact float epochs ADK compares live in ``DOUBLE`` columns.
+  exact float epochs ADK compares live in ``DOUBLE`` columns.  The exception
+  is retention's clock (``touched_at``, ``stored_at``, ``last_served_at``):
+  the database's ``UTC_TIMESTAMP(6)``, because a caller's time must not decide
+  when data expires, and days-long TTLs do not mind 10 ms steps.
 * JSON payloads are stored as ``LONGTEXT`` holding JSON, not the ``JSON``
   type: the text is byte-exact on every engine (MariaDB's JSON is text anyway,
   OceanBase's binary JSON would re-serialise floats and key order), and
