@@ -48,7 +48,6 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..audit import AuditEntry
 from ..engine import Database
 from ..errors import SchemaMissingError, ValidationError, typed_errors
-from ..migrations import check_schema
 from ..sessions.codec import check_id
 from . import queries as q
 from ._tx import connection, transaction
@@ -119,7 +118,7 @@ class RetentionPolicy:
     default: Retention = field(default_factory=Retention)
     apps: Mapping[str, Retention] = field(default_factory=dict)
     audit_ttl: float | str | timedelta | None = None
-    """``audit_log`` rows older than this (by their ``at``) are deleted, of every app the sweep visits."""
+    """``audit_log`` rows older than this (by their ``at``) are deleted: of every app, or of the sweep's ``apps``."""
 
     def __post_init__(self) -> None:
         _parse_fields(self, ["audit_ttl"])
@@ -193,6 +192,8 @@ async def sweep(
             raise ValidationError(f"{name} must be a positive integer, got {size!r}")
     wanted = None if apps is None else [check_id("app_name", a) for a in apps]
     total = SweepCounts(dry_run=dry_run, state_rows=None if dry_run else 0, debug_entries=None if dry_run else 0)
+    from ..migrations import check_schema  # here, as the services do: importing governance loads no Alembic
+
     try:
         with typed_errors():
             await check_schema(db)
