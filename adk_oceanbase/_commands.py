@@ -325,20 +325,31 @@ async def _import_adk(args: argparse.Namespace) -> int:
 async def _gc(args: argparse.Namespace) -> int:
     from .governance import Retention, RetentionPolicy, sweep
 
-    if args.session_ttl is None and args.memory_ttl is None:
-        raise ValidationError("gc needs --session-ttl and/or --memory-ttl")
-    policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl))
+    if args.session_ttl is None and args.memory_ttl is None and args.audit_ttl is None:
+        raise ValidationError("gc needs --session-ttl and/or --memory-ttl, or --audit-ttl")
+    policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl), audit_ttl=args.audit_ttl)
     db = Database(Config.from_url(args.url) if args.url else Config.from_env())
     try:
-        with _spinner("sweeping expired sessions and memories ..."):
+        with _spinner("sweeping expired sessions, memories and audit rows ..."):
             counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run, audit=args.audit)
     finally:
         await db.close()
+    url = db.config.redacted_url()
+    if args.json:
+        _line({"url": url, **counts.as_dict()})
+        return 0
+    if not counts.tables:
+        print(f"{url}: nothing to do (no tables)")
+        return 0
     verb = "would delete" if args.dry_run else "deleted"
     parts = [f"{counts.sessions} session(s)", f"{counts.events} event(s)"]
     if not args.dry_run:
         parts += [f"{counts.state_rows} state row(s)", f"{counts.debug_entries} debug entr(ies)"]
-    print(f"{db.config.redacted_url()}: {verb} " + ", ".join(parts + [f"{counts.memories} memory(ies)"]))
+    parts.append(f"{counts.memories} memory(ies)")
+    if args.audit_ttl is not None:
+        parts.append(f"{counts.audit_rows} audit row(s)")
+    kept = f"; kept {counts.tombstones_kept} tombstone(s) whose source events are stored" if counts.tombstones_kept else ""
+    print(f"{url}: {verb} " + ", ".join(parts) + kept)
     return 0
 
 

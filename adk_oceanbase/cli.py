@@ -110,12 +110,14 @@ def _parser() -> argparse.ArgumentParser:
                      help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--app", help="import only this app")
 
-    gc = cmd(sub, "gc", "delete sessions and memories older than their TTL, in bounded batches; governance.sweep()")
+    gc = cmd(sub, "gc", "delete sessions, memories and audit rows older than their TTL, in bounded batches; governance.sweep()")
     gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
-    gc.add_argument("--session-ttl", help="delete sessions not updated for this long, e.g. 30d, 12h")
-    gc.add_argument("--memory-ttl", help="delete memories neither created nor read for this long, e.g. 180d")
+    gc.add_argument("--session-ttl", help="delete sessions the server has not written for this long, e.g. 30d, 12h")
+    gc.add_argument("--memory-ttl", help="delete memories neither stored nor served by a search for this long, e.g. 180d")
+    gc.add_argument("--audit-ttl", help="delete audit_log rows older than this, e.g. 400d (default: keep them)")
     gc.add_argument("--dry-run", action="store_true", help="count what would be deleted; delete nothing")
     gc.add_argument("--audit", action="store_true", help="record each deleting batch in audit_log (retention_sweep)")
+    gc.add_argument("--json", action="store_true", help="one JSON line with the counts instead of a sentence")
     return p
 
 

@@ -7,7 +7,10 @@ Design notes, each measured or forced by the engines:
 * Timestamps are written from the client (the event's own ``timestamp``):
   seekdb's ``NOW(6)`` advances in ~10 ms steps and can step backwards.
   ``DATETIME(6)`` columns (UTC, naive) are for people and SQL analysts; the
-  exact float epochs ADK compares live in ``DOUBLE`` columns.
+  exact float epochs ADK compares live in ``DOUBLE`` columns.  The exception
+  is retention's clock (``touched_at``, ``stored_at``, ``last_served_at``):
+  the database's ``UTC_TIMESTAMP(6)``, because a caller's time must not decide
+  when data expires, and days-long TTLs do not mind 10 ms steps.
 * JSON payloads are stored as ``LONGTEXT`` holding JSON, not the ``JSON``
   type: the text is byte-exact on every engine (MariaDB's JSON is text anyway,
   OceanBase's binary JSON would re-serialise floats and key order), and
@@ -34,6 +37,7 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
 from sqlalchemy.types import UserDefinedType
@@ -90,6 +94,10 @@ def _ts() -> DATETIME:
     return DATETIME(fsp=6)
 
 
+_SERVER_NOW = text("CURRENT_TIMESTAMP(6)")
+"""The database clock as a column default (UTC: our connections set ``time_zone = '+00:00'``)."""
+
+
 agent_sessions = Table(
     "agent_sessions",
     metadata,
@@ -108,9 +116,14 @@ agent_sessions = Table(
     # create_session's state (JSON, ADK-prefixed keys, temp: dropped): the
     # baseline replay needs, since creation state is not an event.
     Column("initial_state", LONGTEXT, nullable=True),
+    # When the server last wrote the session (create, append, import), by the database clock
+    # (UTC_TIMESTAMP(6)), never the event's own time: what session retention counts from (0015).
+    # The default serves writers that do not name it; our connections run in UTC.
+    Column("touched_at", _ts(), nullable=False, server_default=_SERVER_NOW),
     PrimaryKeyConstraint("app_name", "user_id", "session_id", name="pk_agent_sessions"),
     Index("ix_sessions_user_recent", "app_name", "user_id", "last_update_time", "session_id"),
     Index("ix_sessions_app_recent", "app_name", "last_update_time", "user_id", "session_id"),
+    Index("ix_sessions_app_touched", "app_name", "touched_at"),
     **_TABLE_OPTS,
 )
 
@@ -206,6 +219,11 @@ agent_memories = Table(
     # How many times this exact content was stored for the user (exact-duplicate merges count up;
     # the row carries the newest occurrence's time and provenance) (0012).
     Column("occurrences", Integer, nullable=False, server_default="1"),
+    # Retention's clock (0015), both from the database clock, never the source's time: when the server
+    # last stored the row (insert, a merged repeat; for a tombstone, the deletion) and when a search
+    # last served it to an agent.  ``created_at`` stays the remembered thing's own time.
+    Column("stored_at", _ts(), nullable=False, server_default=_SERVER_NOW),
+    Column("last_served_at", _ts(), nullable=True),
     # Ids are the caller's (add_memory) or derived per tenant: unique per app and user only (0007).
     PrimaryKeyConstraint("app_name", "user_id", "memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
@@ -214,6 +232,8 @@ agent_memories = Table(
     Index("ix_memories_session_pos", "app_name", "user_id", "session_id", "turn_pos"),
     # a user's memory count and mean term_count (BM25's N and average length) from the index alone (0012)
     Index("ix_memories_user_terms", "app_name", "user_id", "term_count"),
+    # the retention sweep's range: an app's memories stored before the cutoff (0015)
+    Index("ix_memories_app_stored", "app_name", "stored_at"),
     **_TABLE_OPTS,
 )
 

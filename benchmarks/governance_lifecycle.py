@@ -108,7 +108,9 @@ async def _sweep_phase(url: str, sessions: int, events: int) -> dict:
                 text = types.Content(role="user", parts=[types.Part(text=f"old turn {i}")])
                 await svc.append_event(s, Event(author="user", invocation_id="i", timestamp=old + i, content=text))
         t0 = time.perf_counter()
-        counts = await sweep(svc.database, RetentionPolicy(Retention(session_ttl="30d")), apps=["gc"], session_batch=100)
+        # expiry counts from touched_at, the server's write time (issue 33): sweep as of 60 days on
+        counts = await sweep(svc.database, RetentionPolicy(Retention(session_ttl="30d")), apps=["gc"], session_batch=100,
+                             now=time.time() + 60 * 86400)
         took = time.perf_counter() - t0
     batches = -(-sessions // 100)
     return {"sessions": counts.sessions, "events": counts.events, "seconds": took,

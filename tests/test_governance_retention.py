@@ -40,11 +40,19 @@ def turn(said: str, ts: float, delta: dict | None = None) -> Event:
                  actions=EventActions(state_delta=delta or {}))
 
 
+def utc(epoch: float) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None)
+
+
 async def session_aged(svc: OceanBaseSessionService, app: str, user: str, age_days: float, events: int = 2) -> str:
-    """A session whose last event is ``age_days`` old (last_update_time follows the event's own timestamp)."""
+    """A session the server last wrote ``age_days`` ago: retention counts from ``touched_at`` (set here with SQL),
+    not from its events' own timestamps (issue 33), which are dated the same for realism."""
     s = await svc.create_session(app_name=app, user_id=user, state={"topic": "x", "user:lang": "pt"})
     for i in range(events):
         await svc.append_event(s, turn(f"message number {i} of this session", NOW - age_days * DAY + i, {"temp:t": i, f"k{i}": i}))
+    async with svc.database.engine.begin() as conn:
+        await conn.execute(text("UPDATE agent_sessions SET touched_at = :t WHERE app_name = :a AND user_id = :u "
+                                "AND session_id = :s"), {"t": utc(NOW - age_days * DAY), "a": app, "u": user, "s": s.id})
     return s.id
 
 
@@ -97,7 +105,7 @@ async def test_a_session_refreshed_before_the_lock_survives(db):
     svc = OceanBaseSessionService(database=db)
     stale = await session_aged(svc, "app", "u", 40)
     refreshed = await session_aged(svc, "app", "u", 40)
-    cutoff = NOW - 30 * DAY
+    cutoff = utc(NOW - 30 * DAY)
     async with db.engine.connect() as conn:
         batch = [tuple(r) for r in (await conn.execute(gq.expired_sessions("app", cutoff, 100))).all()]
     assert len(batch) == 2
@@ -108,7 +116,7 @@ async def test_a_session_refreshed_before_the_lock_survives(db):
     assert locked == [("u", stale)]
 
 
-async def test_memories_expire_by_last_access(db):
+async def test_memories_expire_by_last_store_or_serve(db):
     mem_svc = OceanBaseMemoryService(database=db, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
     try:
         await mem_svc.add_memory(app_name="app", user_id="u", memories=[
@@ -116,6 +124,9 @@ async def test_memories_expire_by_last_access(db):
             mem("the user bought a red bicycle", 10)])
         await mem_svc.add_memory(app_name="app", user_id="v", memories=[mem("the user collects old maps", 400)])
         await mem_svc.flush()
+        async with db.engine.begin() as conn:  # stored 400 days ago: retention counts from stored_at (issue 33)
+            await conn.execute(text("UPDATE agent_memories SET stored_at = :t WHERE content NOT LIKE '%bicycle%'"),
+                               {"t": utc(NOW - 400 * DAY)})
         hit = await mem_svc.search("app", "u", "parrot Kiwi", top_k=1, bump_access=True)  # read now: stays
         assert "Kiwi" in hit[0].entry.content.parts[0].text
         policy = RetentionPolicy(Retention(memory_ttl="180d"))

@@ -144,6 +144,8 @@ async def test_retention_sweep_removes_postings_with_the_memories(svc, db):
     for e in recent:
         e.timestamp = datetime.now(timezone.utc).isoformat()
     await svc.add_memory(app_name=APP, user_id=USER, memories=recent)
+    async with db.engine.begin() as conn:  # retention counts from stored_at, not the source's time (issue 33)
+        await conn.execute(text("UPDATE agent_memories SET stored_at = '2020-01-01' WHERE memory_id LIKE 'm%'"))
     counts = await sweep(db, RetentionPolicy(Retention(memory_ttl="30d")), memory_batch=4)
     assert counts.memories == 10
     await postings_match_rows(db)

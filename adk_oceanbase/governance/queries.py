@@ -1,7 +1,9 @@
 """SQL of data governance: retention batches, erasure of one user, opt-out, taint marks, the debug archive. No I/O.
 
 Every statement leads with ``app_name`` (and ``user_id`` where it has one),
-the leading key columns, so each is a prefix seek; the batched ones take an
+the leading key columns, so each is a prefix seek (the audit log's expiry
+walks its time index instead: audit retention is the deployment's, across
+apps); the batched ones take an
 explicit list of keys (``(user_id, session_id) IN (...)``, a primary-key
 range per pair on both engines) so a transaction touches a bounded set of rows.
 """
@@ -11,9 +13,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Sequence
 
-from sqlalchemy import Delete, Insert, Select, Table, Update, and_, delete, exists, func, literal, select, tuple_, update
+from sqlalchemy import (
+    Delete, Insert, Select, Table, Update, and_, delete, exists, func, literal, literal_column, select, tuple_, update,
+)
 
 from ..schema import agent_memories as M
+from ..schema import audit_log as A
 from ..schema import agent_sessions as S
 from ..schema import debug_archive as D
 from ..schema import memory_opt_out as O
@@ -26,7 +31,9 @@ __all__ = [
     "RAW_DEBUG_BASE",
     "RAW_INSERT_DEBUG",
     "RAW_TRIM_DEBUG",
-    "count_expired_memories",
+    "DB_NOW",
+    "count_expired_audit_rows",
+    "delete_audit_rows",
     "delete_debug_session",
     "delete_expired_memories",
     "delete_expired_postings",
@@ -36,7 +43,8 @@ __all__ = [
     "delete_sessions_rows",
     "delete_sessions_state",
     "delete_user_rows",
-    "expired_memory_ids",
+    "expired_audit_rows",
+    "expired_memories",
     "expired_sessions",
     "expired_sessions_totals",
     "lock_expired_sessions",
@@ -45,6 +53,7 @@ __all__ = [
     "select_apps",
     "select_debug_entries",
     "set_tainted",
+    "stored_events",
     "upsert_opt_out",
 ]
 
@@ -53,25 +62,34 @@ Keys = Sequence[tuple[str, str]]
 
 
 # --------------------------------------------------------------------------- retention
+# Expiry counts from columns only the database clock writes (revision 0015): a session's
+# touched_at (create, append, import), a memory's stored_at (insert, merged repeat, deletion)
+# and last_served_at (a search served it).  Never the events' or the sources' own times, which
+# callers supply.
+
+DB_NOW = select(literal_column("UTC_TIMESTAMP(6)"))
+"""The database clock: a sweep without ``now`` measures TTLs on the clock that wrote the columns."""
+
+
 def select_apps() -> Select:
     """Apps that have sessions or memories: what a sweep without ``--app`` visits."""
     return select(S.c.app_name).distinct().union(select(M.c.app_name).distinct())
 
 
-def expired_sessions(app: str, cutoff: float, limit: int) -> Select:
-    """The app's oldest sessions last updated before ``cutoff`` (``ix_sessions_app_recent`` range)."""
+def expired_sessions(app: str, cutoff: datetime, limit: int) -> Select:
+    """The app's sessions the server last wrote before ``cutoff``, oldest first (``ix_sessions_app_touched`` range)."""
     return (
         select(S.c.user_id, S.c.session_id)
-        .where(S.c.app_name == app, S.c.last_update_time < cutoff)
-        .order_by(S.c.last_update_time, S.c.user_id, S.c.session_id)
+        .where(S.c.app_name == app, S.c.touched_at < cutoff)
+        .order_by(S.c.touched_at, S.c.user_id, S.c.session_id)
         .limit(limit)
     )
 
 
-def expired_sessions_totals(app: str, cutoff: float) -> Select:
+def expired_sessions_totals(app: str, cutoff: datetime) -> Select:
     """Dry run: how many sessions (and their events, from ``event_count``) a sweep would delete."""
     return select(func.count(), func.coalesce(func.sum(S.c.event_count), 0)).where(
-        S.c.app_name == app, S.c.last_update_time < cutoff
+        S.c.app_name == app, S.c.touched_at < cutoff
     )
 
 
@@ -79,7 +97,7 @@ def _pairs(table, keys: Keys):
     return tuple_(table.c.user_id, table.c.session_id).in_([tuple(k) for k in keys])
 
 
-def lock_expired_sessions(app: str, keys: Keys, cutoff: float) -> Select:
+def lock_expired_sessions(app: str, keys: Keys, cutoff: datetime) -> Select:
     """Locks the batch's session rows, re-checking expiry under the lock.
 
     A session appended to between the batch's read and this lock is no
@@ -87,7 +105,7 @@ def lock_expired_sessions(app: str, keys: Keys, cutoff: float) -> Select:
     """
     return (
         select(S.c.user_id, S.c.session_id)
-        .where(S.c.app_name == app, _pairs(S, keys), S.c.last_update_time < cutoff)
+        .where(S.c.app_name == app, _pairs(S, keys), S.c.touched_at < cutoff)
         .with_for_update()
     )
 
@@ -110,21 +128,40 @@ def delete_sessions_rows(app: str, keys: Keys) -> Delete:
 
 
 def _memory_expired(cutoff: datetime):
-    """Neither created nor read (``last_accessed_at``) since ``cutoff``."""
-    return and_(M.c.created_at < cutoff, (M.c.last_accessed_at.is_(None)) | (M.c.last_accessed_at < cutoff))
+    """Neither stored nor served (``last_served_at``) since ``cutoff``."""
+    return and_(M.c.stored_at < cutoff, (M.c.last_served_at.is_(None)) | (M.c.last_served_at < cutoff))
 
 
-def expired_memory_ids(app: str, cutoff: datetime, limit: int) -> Select:
-    """Up to ``limit`` expired memories of the app (tombstones included): ``(user_id, memory_id)``."""
-    return select(M.c.user_id, M.c.memory_id).where(M.c.app_name == app, _memory_expired(cutoff)).limit(limit)
+def expired_memories(app: str, cutoff: datetime, limit: int, after: tuple | None = None) -> Select:
+    """Up to ``limit`` expired memories of the app (tombstones included), after the key ``after``.
+
+    Rows: ``(stored_at, user_id, memory_id, embed_status, event_ids)``, in
+    ``(stored_at, user_id, memory_id)`` order (``ix_memories_app_stored``), so
+    a sweep walks on past the tombstones it keeps.
+    """
+    stmt = select(M.c.stored_at, M.c.user_id, M.c.memory_id, M.c.embed_status, M.c.event_ids).where(
+        M.c.app_name == app, _memory_expired(cutoff)
+    )
+    if after is not None:
+        stmt = stmt.where(tuple_(M.c.stored_at, M.c.user_id, M.c.memory_id) > tuple_(*after))
+    return stmt.order_by(M.c.stored_at, M.c.user_id, M.c.memory_id).limit(limit)
 
 
-def count_expired_memories(app: str, cutoff: datetime) -> Select:
-    return select(func.count()).where(M.c.app_name == app, _memory_expired(cutoff)).select_from(M)
+def stored_events(app: str, user: str, event_ids: Sequence[str]) -> Select:
+    """Which of these events the user's sessions still hold (any session; compacted rows too).
+
+    A deleted memory's tombstone stays while one of them does: re-ingesting
+    that session would otherwise bring the memory back.
+    """
+    return (
+        select(E.c.event_id)
+        .where(E.c.app_name == app, E.c.user_id == user, E.c.event_id.in_(list(event_ids)))
+        .distinct()
+    )
 
 
 def delete_expired_memories(app: str, keys: Sequence[tuple[str, str]], cutoff: datetime) -> Delete:
-    """Deletes the batch of ``(user_id, memory_id)``, re-checking expiry: a memory a search just returned stays."""
+    """Deletes the batch of ``(user_id, memory_id)``, re-checking expiry: a memory a search just served stays."""
     pairs = tuple_(M.c.user_id, M.c.memory_id).in_([tuple(k) for k in keys])
     return delete(M).where(M.c.app_name == app, pairs, _memory_expired(cutoff))
 
@@ -138,6 +175,24 @@ def delete_expired_postings(app: str, keys: Sequence[tuple[str, str]]) -> Delete
     pairs = tuple_(MT.c.user_id, MT.c.memory_id).in_([tuple(k) for k in keys])
     row = exists().where(M.c.app_name == MT.c.app_name, M.c.user_id == MT.c.user_id, M.c.memory_id == MT.c.memory_id)
     return delete(MT).where(MT.c.app_name == app, pairs, ~row)
+
+
+def _audit_scope(cutoff: datetime, apps: Sequence[str] | None):
+    cond = A.c.at < cutoff
+    return cond if apps is None else and_(cond, A.c.app_name.in_(list(apps)))
+
+
+def expired_audit_rows(cutoff: datetime, apps: Sequence[str] | None, limit: int) -> Select:
+    """Up to ``limit`` ``(audit_id, app_name)`` of audit rows older than ``cutoff``, oldest first (``ix_audit_time``)."""
+    return select(A.c.audit_id, A.c.app_name).where(_audit_scope(cutoff, apps)).order_by(A.c.at, A.c.audit_id).limit(limit)
+
+
+def count_expired_audit_rows(cutoff: datetime, apps: Sequence[str] | None) -> Select:
+    return select(func.count()).select_from(A).where(_audit_scope(cutoff, apps))
+
+
+def delete_audit_rows(audit_ids: Sequence[int], cutoff: datetime) -> Delete:
+    return delete(A).where(A.c.audit_id.in_(list(audit_ids)), A.c.at < cutoff)
 
 
 # --------------------------------------------------------------------------- erasure of one user

@@ -1,33 +1,53 @@
-"""Retention: per-app TTLs for sessions (by last update) and memories (by last access), swept in bounded batches.
+"""Retention: per-app TTLs for sessions and memories, a TTL for the audit log, swept in bounded batches.
 
 ``sweep()`` deletes what expired, one short transaction per batch (100
-sessions, 500 memories by default), so no lock is held for long and a sweep
-interrupted anywhere leaves whole sessions and whole memories behind.  A
-session's rows go in the order appends take them: the session row is locked
-first (expiry re-checked under the lock, so a session appended to meanwhile
-survives), then its events (archived ones too), session state and debug
-archive entries, then the session row.  User- and app-scoped state belongs to
-no session and is kept.
+sessions, 500 memories, 1,000 audit rows by default), so no lock is held for
+long and a sweep interrupted anywhere leaves whole sessions and whole
+memories behind.  A session's rows go in the order appends take them: the
+session row is locked first (expiry re-checked under the lock, so a session
+appended to meanwhile survives), then its events (archived ones too), session
+state and debug archive entries, then the session row.  User- and app-scoped
+state belongs to no session and is kept.
 
-A memory expires when neither its ``created_at`` nor its ``last_accessed_at``
-(stamped when search returns it) is within the TTL; tombstones of deleted
-memories expire the same way.  ``adk-oceanbase gc`` and
-:class:`RetentionWorker` (an optional background task) both call ``sweep()``.
+Expiry counts from the server's clock, never from times callers supply
+(issue 33: an event stamped 40 days ago by its client must not make a
+session appended to seconds ago look 40 days old):
+
+* a session expires when the server has not written it (create, append,
+  import: ``touched_at``) for ``session_ttl``.  Reads do not extend its life:
+  ADK's Runner appends on every turn, so a session in use is written, while
+  ``get_session`` alone is also an operator's export or a UI showing
+  history, and must neither keep data alive nor turn the hot read into a write;
+* a memory expires when it was neither stored (insert, a merged repeat:
+  ``stored_at``) nor served to an agent by a search (``last_served_at``)
+  within ``memory_ttl``: "not used for N days";
+* a tombstone (a memory its user deleted) counts from the deletion, and is
+  kept while any event it was derived from is still stored in this database:
+  re-ingesting that session would otherwise bring the memory back.  Sources
+  held elsewhere (ADK's in-memory sessions, another store) cannot be seen:
+  keep ``memory_ttl`` longer than their lifetime;
+* an audit row expires ``audit_ttl`` after it was written (``at``); the TTL
+  is the deployment's, for every app (:class:`RetentionPolicy`).
+
+A sweep without ``now`` reads the database clock, the one that wrote those
+columns.  On a database without our tables it finds nothing to do
+(``SweepCounts.tables`` is False) and creates nothing.  ``adk-oceanbase gc``
+and :class:`RetentionWorker` (an optional background task) both call ``sweep()``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
-import time
 from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from ..audit import AuditEntry
 from ..engine import Database
-from ..errors import ValidationError
+from ..errors import SchemaMissingError, ValidationError, typed_errors
 from ..sessions.codec import check_id
 from . import queries as q
 from ._tx import connection, transaction
@@ -55,6 +75,13 @@ def parse_duration(value: str | float | int | timedelta) -> float:
     return seconds
 
 
+def _parse_fields(obj: Any, names: Iterable[str]) -> None:
+    for name in names:
+        value = getattr(obj, name)
+        if value is not None:
+            object.__setattr__(obj, name, parse_duration(value))
+
+
 @dataclass(frozen=True)
 class Retention:
     """TTLs of one app; ``None`` keeps that kind of data forever.
@@ -63,33 +90,44 @@ class Retention:
     """
 
     session_ttl: float | str | timedelta | None = None
-    """Sessions not updated (no event appended) for this long are deleted with everything they own."""
+    """Sessions the server has not written (created, appended to) for this long are deleted with everything they own."""
 
     memory_ttl: float | str | timedelta | None = None
-    """Memories neither created nor returned by a search for this long are deleted."""
+    """Memories neither stored nor served by a search for this long are deleted (tombstones: see the module)."""
 
     def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                object.__setattr__(self, f.name, parse_duration(value))
+        _parse_fields(self, [f.name for f in fields(self)])
 
 
 @dataclass(frozen=True)
 class RetentionPolicy:
     """The default TTLs plus per-app ones; an app listed in ``apps`` uses its entry only (no field-wise fallback).
 
+    ``audit_ttl`` is the audit log's own retention, one for the whole
+    deployment (its rows outlive the sessions, memories and even the users
+    they record).  ``None``, the default, keeps audit rows until you choose a
+    period: deleting evidence is a compliance decision (regimes ask for a
+    minimum, from months to years), never a side effect of a session TTL.
+
     Example:
-        >>> p = RetentionPolicy(Retention(session_ttl="30d"), apps={"support": Retention("7d", "90d")})
-        >>> p.for_app("support").memory_ttl, p.for_app("other").session_ttl
-        (7776000.0, 2592000.0)
+        >>> p = RetentionPolicy(Retention(session_ttl="30d"), apps={"support": Retention("7d", "90d")}, audit_ttl="400d")
+        >>> p.for_app("support").memory_ttl, p.for_app("other").session_ttl, p.audit_ttl
+        (7776000.0, 2592000.0, 34560000.0)
     """
 
     default: Retention = field(default_factory=Retention)
     apps: Mapping[str, Retention] = field(default_factory=dict)
+    audit_ttl: float | str | timedelta | None = None
+    """``audit_log`` rows older than this (by their ``at``) are deleted: of every app, or of the sweep's ``apps``."""
+
+    def __post_init__(self) -> None:
+        _parse_fields(self, ["audit_ttl"])
 
     def for_app(self, app: str) -> Retention:
         return self.apps.get(app, self.default)
+
+
+_COUNTED = ("sessions", "events", "state_rows", "debug_entries", "memories", "tombstones_kept", "audit_rows")
 
 
 @dataclass
@@ -101,12 +139,31 @@ class SweepCounts:
     state_rows: int | None = 0
     debug_entries: int | None = 0
     memories: int = 0
+    tombstones_kept: int = 0
+    """Expired tombstones kept because an event they were derived from is still stored."""
+    audit_rows: int = 0
     dry_run: bool = False
+    tables: bool = True
+    """False: the database has no adk-oceanbase tables, so there was nothing to sweep (none were created)."""
 
     def add(self, other: "SweepCounts") -> None:
-        for name in ("sessions", "events", "state_rows", "debug_entries", "memories"):
+        for name in _COUNTED:
             mine, theirs = getattr(self, name), getattr(other, name)
             setattr(self, name, None if mine is None or theirs is None else mine + theirs)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The counts as one JSON-ready object (``adk-oceanbase gc --json``)."""
+        return {**{name: getattr(self, name) for name in _COUNTED}, "dry_run": self.dry_run, "tables": self.tables}
+
+
+async def _clock(db: Database, now: float | datetime | None) -> datetime:
+    """The sweep's "now" as naive UTC: ``now`` when given, else the database clock (the one that wrote the columns)."""
+    if now is None:
+        async with connection(db) as conn:
+            return (await conn.execute(q.DB_NOW)).scalar_one()
+    if isinstance(now, datetime):
+        return now if now.tzinfo is None else now.astimezone(timezone.utc).replace(tzinfo=None)
+    return datetime.fromtimestamp(float(now), tz=timezone.utc).replace(tzinfo=None)
 
 
 async def sweep(
@@ -115,40 +172,60 @@ async def sweep(
     *,
     apps: Iterable[str] | None = None,
     dry_run: bool = False,
-    now: float | None = None,
+    now: float | datetime | None = None,
     session_batch: int = 100,
     memory_batch: int = 500,
+    audit_batch: int = 1000,
     audit: bool = False,
 ) -> SweepCounts:
-    """Deletes expired sessions and memories of ``apps`` (default: every app with data); returns the counts.
+    """Deletes expired sessions, memories and audit rows of ``apps`` (default: every app with data); returns the counts.
 
     Each batch is its own transaction; run it as often as you like (a second
-    run right after finds nothing).  ``now`` (epoch seconds) is for tests and replays.
+    run right after finds nothing).  ``now`` (epoch seconds or naive-UTC
+    datetime; default the database clock) is for tests and replays.
     ``audit=True`` writes one ``retention_sweep`` row to ``audit_log`` in each
     deleting batch's transaction (the app and the rows it deleted).
+    A schema behind this package's raises ``SchemaOutdatedError`` naming the command to run.
     """
-    if not (isinstance(session_batch, int) and session_batch >= 1 and isinstance(memory_batch, int) and memory_batch >= 1):
-        raise ValidationError("session_batch and memory_batch must be positive integers")
-    now = time.time() if now is None else float(now)
-    if apps is None:
+    for name, size in (("session_batch", session_batch), ("memory_batch", memory_batch), ("audit_batch", audit_batch)):
+        if not (isinstance(size, int) and not isinstance(size, bool) and size >= 1):
+            raise ValidationError(f"{name} must be a positive integer, got {size!r}")
+    wanted = None if apps is None else [check_id("app_name", a) for a in apps]
+    total = SweepCounts(dry_run=dry_run, state_rows=None if dry_run else 0, debug_entries=None if dry_run else 0)
+    from ..migrations import check_schema  # here, as the services do: importing governance loads no Alembic
+
+    try:
+        with typed_errors():
+            await check_schema(db)
+    except SchemaMissingError:
+        logger.info("retention: %s has no adk-oceanbase tables; nothing to do", db.config.redacted_url())
+        total.tables = False
+        return total
+    clock = await _clock(db, now)
+    if wanted is None:
         async with connection(db) as conn:
             targets = sorted({r[0] for r in (await conn.execute(q.select_apps())).all()})
     else:
-        targets = [check_id("app_name", a) for a in apps]
-    total = SweepCounts(dry_run=dry_run, state_rows=None if dry_run else 0, debug_entries=None if dry_run else 0)
+        targets = wanted
     for app in targets:
         ttl = policy.for_app(app)
         if ttl.session_ttl is not None:
-            total.add(await _sweep_sessions(db, app, now - ttl.session_ttl, session_batch, dry_run, audit))
+            cutoff = clock - timedelta(seconds=ttl.session_ttl)
+            total.add(await _sweep_sessions(db, app, cutoff, session_batch, dry_run, audit))
         if ttl.memory_ttl is not None:
-            cutoff = datetime.fromtimestamp(now - ttl.memory_ttl, tz=timezone.utc).replace(tzinfo=None)
-            total.memories += await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
-    if total.sessions or total.memories:
+            cutoff = clock - timedelta(seconds=ttl.memory_ttl)
+            deleted, kept = await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
+            total.memories += deleted
+            total.tombstones_kept += kept
+    if policy.audit_ttl is not None:
+        cutoff = clock - timedelta(seconds=policy.audit_ttl)
+        total.audit_rows = await _sweep_audit(db, cutoff, wanted, audit_batch, dry_run, audit)
+    if total.sessions or total.memories or total.audit_rows:
         logger.info("retention %s: %s", "dry run" if dry_run else "sweep", total)
     return total
 
 
-async def _sweep_sessions(db: Database, app: str, cutoff: float, batch: int, dry_run: bool, audit: bool) -> SweepCounts:
+async def _sweep_sessions(db: Database, app: str, cutoff: datetime, batch: int, dry_run: bool, audit: bool) -> SweepCounts:
     if dry_run:
         async with connection(db) as conn:
             sessions, events = (await conn.execute(q.expired_sessions_totals(app, cutoff))).one()
@@ -172,25 +249,85 @@ async def _sweep_sessions(db: Database, app: str, cutoff: float, batch: int, dry
             return out
 
 
-async def _sweep_memories(db: Database, app: str, cutoff: datetime, batch: int, dry_run: bool, audit: bool) -> int:
+def _event_ids(raw: str | None) -> list[str]:
+    try:
+        ids = json.loads(raw) if raw else []
+    except ValueError:
+        return []
+    return [str(i) for i in ids] if isinstance(ids, list) else []
+
+
+async def _sourced_tombstones(conn: Any, app: str, rows: Sequence[Any]) -> set[tuple[str, str]]:
+    """The batch's tombstones that an event still stored here could re-create: kept.
+
+    One query per user with tombstones in the batch, over the user's events
+    (the unique key's ``(app_name, user_id)`` prefix).
+    """
+    wanted: dict[str, dict[str, list[str]]] = {}
+    for r in rows:
+        if r.embed_status == "deleted" and (ids := _event_ids(r.event_ids)):
+            wanted.setdefault(r.user_id, {})[r.memory_id] = ids
+    kept: set[tuple[str, str]] = set()
+    for user, tombstones in wanted.items():
+        every = sorted({i for ids in tombstones.values() for i in ids})
+        stored = {r[0] for r in (await conn.execute(q.stored_events(app, user, every))).all()}
+        kept.update((user, mid) for mid, ids in tombstones.items() if stored.intersection(ids))
+    return kept
+
+
+async def _sweep_memories(
+    db: Database, app: str, cutoff: datetime, batch: int, dry_run: bool, audit: bool
+) -> tuple[int, int]:
+    """``(deleted, tombstones kept)``; a dry run walks the same batches and deletes nothing."""
+    deleted = kept = 0
+    after = None
+    while True:
+        async with connection(db) as conn:
+            rows = (await conn.execute(q.expired_memories(app, cutoff, batch, after))).all()
+        if not rows:
+            return deleted, kept
+        after = (rows[-1].stored_at, rows[-1].user_id, rows[-1].memory_id)
+        # The source check runs in the deleting transaction, next to the re-checked delete.
+        async with (connection(db) if dry_run else transaction(db)) as conn:
+            sourced = await _sourced_tombstones(conn, app, rows)
+            keys = [(r.user_id, r.memory_id) for r in rows if (r.user_id, r.memory_id) not in sourced]
+            kept += len(sourced)
+            if dry_run:
+                deleted += len(keys)
+            elif keys:
+                n = (await conn.execute(q.delete_expired_memories(app, keys, cutoff))).rowcount
+                if n:
+                    await conn.execute(q.delete_expired_postings(app, keys))
+                    if audit:
+                        await conn.execute(AuditEntry("retention_sweep", app, row_count=n).insert())
+                deleted += n  # fewer than keys: a search served some meanwhile; they stay
+        if len(rows) < batch:
+            return deleted, kept
+
+
+async def _sweep_audit(
+    db: Database, cutoff: datetime, apps: Sequence[str] | None, batch: int, dry_run: bool, audit: bool
+) -> int:
+    """Deletes ``audit_log`` rows written before ``cutoff`` (of ``apps``, else all), oldest first."""
     if dry_run:
         async with connection(db) as conn:
-            return int((await conn.execute(q.count_expired_memories(app, cutoff))).scalar() or 0)
+            return int((await conn.execute(q.count_expired_audit_rows(cutoff, apps))).scalar() or 0)
     deleted = 0
     while True:
         async with connection(db) as conn:
-            keys = [tuple(r) for r in (await conn.execute(q.expired_memory_ids(app, cutoff, batch))).all()]
-        if not keys:
+            rows = (await conn.execute(q.expired_audit_rows(cutoff, apps, batch))).all()
+        if not rows:
             return deleted
         async with transaction(db) as conn:
-            n = (await conn.execute(q.delete_expired_memories(app, keys, cutoff))).rowcount
-            if n:
-                await conn.execute(q.delete_expired_postings(app, keys))
+            n = (await conn.execute(q.delete_audit_rows([r.audit_id for r in rows], cutoff))).rowcount
             if audit and n:
-                await conn.execute(AuditEntry("retention_sweep", app, row_count=n).insert())
+                per_app: dict[str, int] = {}
+                for r in rows:
+                    per_app[r.app_name] = per_app.get(r.app_name, 0) + 1
+                for app, count in sorted(per_app.items()):  # the record is newer than the cutoff: it stays
+                    await conn.execute(AuditEntry("retention_sweep", app, row_count=count).insert())
         deleted += n
-        # n == 0: every row of the batch was read by a search meanwhile; a later sweep continues
-        if len(keys) < batch or n == 0:
+        if len(rows) < batch or n == 0:
             return deleted
 
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Insert, Select, Update, insert, select, update
+from sqlalchemy import Insert, Select, Update, cast, func, insert, literal, literal_column, select, update
+from sqlalchemy.dialects.mysql import DATETIME
 
 from ..schema import agent_sessions as S
 from ..schema import session_events as E
@@ -26,9 +27,23 @@ def event_ids(app: str, user: str, sid: str) -> Select:
     return select(E.c.event_id).where(E.c.app_name == app, E.c.user_id == user, E.c.session_id == sid)
 
 
+_SERVER_NOW = literal_column("UTC_TIMESTAMP(6)")
+
+
+def _touched(source_time: Any) -> Any:
+    """Retention's clock for an imported session: the source's last update, never later than now.
+
+    An import copies; it does not use.  The source's time is the only record
+    of the session's last use, so a year-old archive imported today expires
+    as it would have in the store it came from (capped at the database clock,
+    so a future-dated source cannot outlive the TTL).
+    """
+    return func.least(cast(literal(source_time), DATETIME(fsp=6)), _SERVER_NOW)
+
+
 def insert_session(row: dict[str, Any]) -> Insert:
     """A session row with its events already counted (``last_seq`` = number of events)."""
-    return insert(S).values(**row)
+    return insert(S).values(**row, touched_at=_touched(row["updated_at"]))
 
 
 def advance_session(
@@ -44,6 +59,7 @@ def advance_session(
             total_tokens=S.c.total_tokens + tokens,
             last_update_time=last_update_time,
             updated_at=updated_at,
+            touched_at=func.greatest(S.c.touched_at, _touched(updated_at)),
         )
     )
 

@@ -12,8 +12,9 @@ Runs on a connection inside the caller's transaction; the SQL comes from
   frequency signal: the most repeated turns are small talk ("Thanks!",
   "That's great!"), and frequency means "the user's searches keep needing
   this" (``access_count``); ``occurrences`` is there for analysts and
-  callers.  A deleted row (tombstone) whose event ids cover the new ones
-  stays deleted.
+  callers.  A new occurrence also stores the row anew for retention
+  (``stored_at``).  A deleted row (tombstone) whose event ids cover the new
+  ones stays deleted.
 * Near duplicate (cosine >= ``near_duplicate_similarity`` AND word-set
   Jaccard >= ``near_duplicate_min_overlap``), checked when a *fact*
   (LLM-extracted or added, not a raw dialogue turn) gets its vector:
@@ -176,6 +177,7 @@ def _merge_row(
         "search_text": search_text(src_author, src_ts, src_body),
         "term_count": sum(doc_terms(search_text(src_author, src_ts, src_body)).values()),
         "reembed": int(embedding_text(src_author, src_ts, src_body) != embedding_text(r.author, r.created_at, r.content)),
+        "fresh": fresh,
         "now": now,
     }
     unchanged = (

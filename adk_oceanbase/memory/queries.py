@@ -27,6 +27,7 @@ __all__ = [
     "find_by_hashes",
     "insert_memory",
     "mark_embed_failed",
+    "mark_served",
     "release_claims",
     "retry_failed",
     "merge_duplicate",
@@ -86,12 +87,25 @@ def naive_utc(ts: datetime) -> datetime:
 
 
 def bump_access(app_name: str, user_id: str, memory_ids: Sequence[str], now: datetime) -> tuple[TextClause, dict[str, Any]]:
-    """ONE statement bumping ``access_count``/``last_accessed_at`` of every returned row."""
+    """ONE statement bumping ``access_count``/``last_accessed_at`` of every returned row, and serving them.
+
+    ``last_accessed_at`` is the search's ``now`` (a replay's clock, for the
+    ranking); ``last_served_at``, retention's clock, is the database's.
+    """
     stmt = text(
-        f"UPDATE {T} SET access_count = access_count + 1, last_accessed_at = :now "
+        f"UPDATE {T} SET access_count = access_count + 1, last_accessed_at = :now, last_served_at = UTC_TIMESTAMP(6) "
         "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
     ).bindparams(bindparam("ids", expanding=True))
     return stmt, {"now": now, "app": app_name, "user": user_id, "ids": list(memory_ids)}
+
+
+def mark_served(app_name: str, user_id: str, memory_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+    """Stamps ``last_served_at`` (database clock) without counting an access: ADK's path when it does not count."""
+    stmt = text(
+        f"UPDATE {T} SET last_served_at = UTC_TIMESTAMP(6) "
+        "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids)}
 
 
 def insert_memory() -> TextClause:
@@ -99,14 +113,15 @@ def insert_memory() -> TextClause:
 
     ``search_text`` (the full-text source) is ``extraction.search_text`` of the row, ``term_count`` its
     number of terms; the caller writes its postings (``postings.index_memories``) in the same transaction.
+    ``stored_at`` (retention's clock) is the database's; ``created_at`` is the source's time.
     """
     return text(
         f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor, turn_pos, confidence, term_count, occurrences) VALUES (:memory_id, "
+        "embed_status, embed_attempts, extractor, turn_pos, confidence, term_count, occurrences, stored_at) VALUES (:memory_id, "
         ":app_name, :user_id, :content, :search_text, :content_hash, :author, :session_id, :event_ids, :topics, "
         ":custom_metadata, :importance_score, 0, :created_at, :updated_at, 'pending', 0, :extractor, :turn_pos, "
-        ":confidence, :term_count, :occurrences)"
+        ":confidence, :term_count, :occurrences, UTC_TIMESTAMP(6))"
     )
 
 
@@ -162,7 +177,8 @@ def merge_duplicate() -> TextClause:
     wording) sends the row back to ``pending`` for the vectorizer; its old
     vector keeps serving search until the new one is stored, and a claim
     held meanwhile is dropped so that vector is never written.  The caller
-    rewrites the postings when ``search_text`` changed.
+    rewrites the postings when ``search_text`` changed.  ``fresh > 0`` (new
+    occurrences: the user said it again) stores the row anew for retention.
     """
     return text(
         f"UPDATE {T} SET event_ids = :event_ids, topics = :topics, importance_score = :importance_score, "
@@ -172,6 +188,7 @@ def merge_duplicate() -> TextClause:
         "embed_attempts = CASE WHEN :reembed = 1 THEN 0 ELSE embed_attempts END, "
         "embed_claim = CASE WHEN :reembed = 1 THEN NULL ELSE embed_claim END, "
         "embed_claimed_at = CASE WHEN :reembed = 1 THEN NULL ELSE embed_claimed_at END, "
+        "stored_at = CASE WHEN :fresh > 0 THEN UTC_TIMESTAMP(6) ELSE stored_at END, "
         "updated_at = :now WHERE app_name = :app AND user_id = :user AND memory_id = :memory_id"
     )
 
@@ -189,14 +206,16 @@ def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
     """Turns a memory into a tombstone: content and vector erased, id and hash kept.
 
     The id stays so that re-adding the same session does not resurrect what
-    the user deleted (ADK's in-memory service behaves the same way).  The
+    the user deleted (ADK's in-memory service behaves the same way); the
+    retention sweep keeps it while any event it came from is stored, and
+    ``stored_at`` restarts its own TTL at the deletion.  The
     caller deletes the memory's postings in the same transaction.
     """
     stmt = text(
         f"UPDATE {T} SET content = '', search_text = NULL, term_count = 0, embedding = NULL, embedding_model = NULL, "
         "embedding_dim = NULL, topics = NULL, custom_metadata = NULL, embed_status = 'deleted', embed_claim = NULL, "
-        "embed_claimed_at = NULL, updated_at = :now WHERE app_name = :app AND user_id = :user "
-        "AND memory_id = :id AND embed_status <> 'deleted'"
+        "embed_claimed_at = NULL, stored_at = UTC_TIMESTAMP(6), updated_at = :now WHERE app_name = :app "
+        "AND user_id = :user AND memory_id = :id AND embed_status <> 'deleted'"
     )
     return stmt, {"now": now, "app": app_name, "user": user_id, "id": memory_id}
 

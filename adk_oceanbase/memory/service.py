@@ -611,11 +611,19 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     @audited(by_ids("memory_search"), read=True, count=lambda r: len(r.memories))
     async def search_memory(self, *, app_name: str, user_id: str, query: str) -> SearchMemoryResponse:
         """ADK's search (its memory tools call it): ``search_memory_top_k`` hits, counted as an access
-        unless ``search_memory_counts_access`` says otherwise (see :class:`MemorySettings`)."""
+        unless ``search_memory_counts_access`` says otherwise (see :class:`MemorySettings`).
+
+        Its hits go to an agent, so they are always *served* (``last_served_at``,
+        retention's clock), counted or not: a memory the agent keeps being given is in use.
+        """
         s = self.settings
-        hits = await self.search(
-            app_name, user_id, query, top_k=s.search_memory_top_k, bump_access=s.search_memory_counts_access
-        )
+        counts = s.bump_access if s.search_memory_counts_access is None else s.search_memory_counts_access
+        hits = await self.search(app_name, user_id, query, top_k=s.search_memory_top_k, bump_access=counts)
+        if hits and not counts:
+            stmt, params = q.mark_served(check_id("app_name", app_name), check_id("user_id", user_id),
+                                         [h.memory_id for h in hits])
+            async with self._tx() as conn:
+                await conn.execute(stmt, params)
         return SearchMemoryResponse(memories=[h.entry for h in hits])
 
     @traced
@@ -637,7 +645,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
         On OceanBase/seekdb the whole ranking is one SQL statement; on MySQL a
         SQL prefilter feeds the same formula in numpy.  Returned rows get their
-        ``access_count`` bumped (one UPDATE) unless ``bump_access=False``.
+        ``access_count`` bumped (one UPDATE) unless ``bump_access=False``; the
+        same UPDATE marks them served (``last_served_at``, database clock), which
+        keeps them from the retention sweep.  A search that does not count
+        (``bump_access=False``: the CLI, an extractor's look-ups) leaves no trace.
 
         Args:
             now: the moment the question is asked (UTC; naive means UTC).  Caps

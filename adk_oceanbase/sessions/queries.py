@@ -81,10 +81,11 @@ SELECT_SESSION = select(S.c.last_seq, S.c.last_update_time).where(_KEY_BP)
 RAW_INSERT_SESSION = """
 INSERT INTO agent_sessions
     (app_name, user_id, session_id, last_seq, event_count, total_tokens,
-     last_update_time, created_at, updated_at, initial_state)
+     last_update_time, created_at, updated_at, initial_state, touched_at)
 VALUES
-    (%(app)s, %(user)s, %(sid)s, 0, 0, 0, %(ts)s, %(when)s, %(when)s, %(initial_state)s)
+    (%(app)s, %(user)s, %(sid)s, 0, 0, 0, %(ts)s, %(when)s, %(when)s, %(initial_state)s, UTC_TIMESTAMP(6))
 """
+"""``touched_at`` (retention's clock) is the database's, never the caller's: see ``schema.agent_sessions``."""
 
 RAW_BUMP_SESSION_CAS = """
 UPDATE agent_sessions
@@ -92,7 +93,8 @@ UPDATE agent_sessions
        event_count = event_count + 1,
        total_tokens = total_tokens + %(tokens)s,
        last_update_time = %(ts)s,
-       updated_at = %(when)s
+       updated_at = %(when)s,
+       touched_at = UTC_TIMESTAMP(6)
  WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
    AND last_seq = %(expected_seq)s
 """

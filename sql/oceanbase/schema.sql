@@ -14,9 +14,11 @@ CREATE TABLE agent_sessions (
   created_at DATETIME(6) NOT NULL,
   updated_at DATETIME(6) NOT NULL,
   initial_state LONGTEXT,                     -- create_session's state as JSON (replay's baseline)
+  touched_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),  -- last create/append/import by the database clock: retention counts from it (0015)
   CONSTRAINT pk_agent_sessions PRIMARY KEY (app_name, user_id, session_id),
   INDEX ix_sessions_user_recent (app_name, user_id, last_update_time, session_id),
-  INDEX ix_sessions_app_recent (app_name, last_update_time, user_id, session_id)
+  INDEX ix_sessions_app_recent (app_name, last_update_time, user_id, session_id),
+  INDEX ix_sessions_app_touched (app_name, touched_at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE session_events (
@@ -83,12 +85,15 @@ CREATE TABLE agent_memories (
   confidence FLOAT NOT NULL DEFAULT 1,                    -- 0..1; below MemorySettings.min_confidence: never returned
   term_count INTEGER NOT NULL DEFAULT 0,                  -- terms in search_text (lexical.doc_terms): BM25 document length; 0 = tombstone
   occurrences INTEGER NOT NULL DEFAULT 1,                 -- times this exact content was stored (merged onto the newest occurrence)
+  stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),  -- last insert/merged repeat/deletion by the database clock (retention, 0015)
+  last_served_at DATETIME(6),                              -- last search that served it, database clock (retention, 0015)
   CONSTRAINT pk_agent_memories PRIMARY KEY (app_name, user_id, memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
   INDEX ix_memories_embed_status (embed_status, updated_at),
   INDEX ix_memories_session_pos (app_name, user_id, session_id, turn_pos),
-  INDEX ix_memories_user_terms (app_name, user_id, term_count)
+  INDEX ix_memories_user_terms (app_name, user_id, term_count),
+  INDEX ix_memories_app_stored (app_name, stored_at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE audit_log (                                  -- one row per audited operation; ids and numbers, never content
