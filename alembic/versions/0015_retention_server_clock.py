@@ -1,7 +1,7 @@
 """Retention counts from the server's clock: agent_sessions.touched_at, agent_memories.stored_at / last_served_at.
 
 Revision ID: 0015
-Revises: 0013
+Revises: 0014
 Create Date: 2026-11-25
 
 Issue 33: a session appended to seconds ago was swept as 40 days old because
@@ -31,7 +31,7 @@ from sqlalchemy.dialects.mysql import DATETIME
 from adk_oceanbase import ddl_steps as steps
 
 revision = "0015"
-down_revision = "0013"
+down_revision = "0014"
 branch_labels = None
 depends_on = None
 

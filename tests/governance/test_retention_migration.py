@@ -32,7 +32,7 @@ async def columns(db: Database, table: str) -> set[str]:
 async def test_0015_backfills_resumes_and_downgrades(any_fresh_url):
     db = Database(Config.from_url(any_fresh_url))
     try:
-        await migrations.upgrade(db, "0013")
+        await migrations.upgrade(db, "0014")
         async with db.engine.begin() as conn:
             for sid, updated in (("old", OLD), ("future", FUTURE)):
                 await conn.execute(text(
@@ -58,7 +58,7 @@ async def test_0015_backfills_resumes_and_downgrades(any_fresh_url):
         assert memories["read"] == (OLD, SEEN)
         assert memories["read-ahead"][0] == OLD and memories["read-ahead"][1] <= now
 
-        await migrations.downgrade(db, "0013")
+        await migrations.downgrade(db, "0014")
         assert "touched_at" not in await columns(db, "agent_sessions")
         assert not {"stored_at", "last_served_at"} & await columns(db, "agent_memories")
     finally:
