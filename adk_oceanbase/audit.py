@@ -69,7 +69,7 @@ logger = logging.getLogger(__name__)
 
 OPERATIONS = (
     "create_session", "get_session", "list_sessions", "delete_session", "append", "compaction",
-    "memory_add", "memory_search", "memory_delete", "retention_sweep", "delete_user",
+    "memory_add", "memory_search", "memory_delete", "retention_sweep", "delete_user", "memory_restore",
 )
 """Every value of ``audit_log.operation``."""
 

@@ -32,6 +32,7 @@ __all__ = [
     "MemoryNotFoundError",
     "MemoryTooLongError",
     "PacketTooLargeError",
+    "PrivilegedAuthorError",
     "QueryTimeoutError",
     "SchemaConflictError",
     "SchemaMissingError",
@@ -92,6 +93,10 @@ class StateTooLargeError(InvalidStateError):
 
 class MemoryTooLongError(ValidationError):
     """Memory content longer than ``MemorySettings.max_content_chars``."""
+
+
+class PrivilegedAuthorError(ValidationError):
+    """``add_memory`` was given a reserved author (``MemorySettings.privileged_authors``, e.g. "system")."""
 
 
 class PacketTooLargeError(ValidationError):
