@@ -66,6 +66,11 @@ async def ids_by_text(db) -> dict[str, tuple[str, str | None]]:
     return {c: (m, s) for c, m, s in got}
 
 
+async def superseded(db) -> dict[str, str | None]:
+    async with db.engine.connect() as conn:
+        return dict((await conn.execute(text("SELECT memory_id, superseded_by FROM agent_memories"))).all())
+
+
 def service(db, ex: LlmExtractor | None = None, **kw) -> OceanBaseMemoryService:
     return OceanBaseMemoryService(database=db, embedder=HashEmbedder(), extractor=ex,
                                   settings=MemorySettings(bump_access=False), **kw)
@@ -113,13 +118,13 @@ async def test_a_near_duplicate_below_the_bar_does_not_supersede(db):
         await add(app_name=APP, user_id=USER, memories=[MemoryEntry(
             id="doubt", author="user", timestamp="2025-03-01T00:00:00+00:00", custom_metadata={"confidence": 0.2},
             content=types.Content(parts=[types.Part(text="Anna lives in Lisbon with her two cats now")]))])
+        await svc.flush()
+        assert await superseded(db) == {"old": None, "doubt": None}  # the doubtful restatement hid nothing
         await add(app_name=APP, user_id=USER, memories=[MemoryEntry(
             id="sure", author="user", timestamp="2025-02-01T00:00:00+00:00",
             content=types.Content(parts=[types.Part(text="Anna lives in Lisbon with her two cats, still")]))])
         await svc.flush()
-        async with db.engine.connect() as conn:
-            sup = dict((await conn.execute(text("SELECT memory_id, superseded_by FROM agent_memories"))).all())
-        assert sup == {"old": "sure", "doubt": None, "sure": None}  # the servable newer one merged the old; the doubtful one nothing
+        assert await superseded(db) == {"old": "sure", "doubt": None, "sure": None}  # a servable one still merges
     finally:
         await svc.close()
 
