@@ -400,12 +400,17 @@ class MemorySettings:
     A.1.7); neither are memories marked tainted (``mark_tainted``).  Turns and memories added without a
     confidence have 1.0, so the default hides only what an extractor or caller rated as doubtful."""
 
-    max_hits_per_session: int | None = 5
+    max_hits_per_session: int | None = 8
     """Diversity cap (seed 000 A.1.7, "require N independent sessions"): at most this many hits of one
     source session come before the hits of other sessions; the rest follow them in score order, so a
     user with one session sees the plain ranking.  150 near-identical lines said in one session cannot
     push a fact from another session out of the top 10.  Memories without a session are not capped.
-    ``None``: off.  Applies to both search paths (``search_sql.hybrid_search``, ``scoring.rank_rows``)."""
+    ``None``: off.  Applies to both search paths (``search_sql.hybrid_search``, ``scoring.rank_rows``).
+
+    A LoCoMo answer's turns often sit together in one session (the context signal ranks neighbours up),
+    so the cap only bites beyond most of the top 10: tune split (``retrieval.py --tune-grid
+    "scap=-1;scap=3;...;scap=8"``, 2026-11-25) LoCoMo R@10 off 0.758, cap 3 0.676, 5 0.742, 6 0.748,
+    7 0.755, 8 0.757 (one question of 760); knowledge-update R@1 0.489 for every value."""
 
     # --------------------------------------------------------------- ingest
     instruction_detector: "InstructionDetector | None" = field(default_factory=PatternDetector)
