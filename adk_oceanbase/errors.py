@@ -33,6 +33,7 @@ __all__ = [
     "MemoryTooLongError",
     "MemoryWriteRaceError",
     "PacketTooLargeError",
+    "PrivilegedAuthorError",
     "QueryTimeoutError",
     "SchemaConflictError",
     "SchemaMissingError",
@@ -93,6 +94,10 @@ class StateTooLargeError(InvalidStateError):
 
 class MemoryTooLongError(ValidationError):
     """Memory content longer than ``MemorySettings.max_content_chars``."""
+
+
+class PrivilegedAuthorError(ValidationError):
+    """``add_memory`` was given a reserved author (``MemorySettings.privileged_authors``, e.g. "system")."""
 
 
 class PacketTooLargeError(ValidationError):

@@ -71,10 +71,12 @@ def settings_from_overrides(base: Any, overrides: dict[str, float]) -> Any:
             changes[field] = None if overrides[key] < 0 else float(overrides[key])
     if "gnb" in overrides:
         changes["relevance_gate_neighbours"] = bool(overrides["gnb"])
+    if "scap" in overrides:  # the diversity cap (max_hits_per_session); a negative value turns it off
+        changes["max_hits_per_session"] = None if overrides["scap"] < 0 else int(overrides["scap"])
     if "rec_now" in overrides:  # 1: recency from the search's clock (absolute age), 0: from the newest candidate
         changes["recency_reference"] = "now" if overrides["rec_now"] else "newest"
     known = {"half_life_days", "pool", "ef_search", "exact", "consolidate", "rec_now", "window", "cgap", "cchars", "clend", "vsim", "vband", "vpool",
-             "gsim", "glex", "gmargin", "gnb", "gfill"}
+             "gsim", "glex", "gmargin", "gnb", "gfill", "scap"}
     unknown = set(overrides) - set(WEIGHT_KEYS) - known
     if unknown:
         raise SystemExit(f"unknown --ours keys: {', '.join(sorted(unknown))}")

@@ -363,7 +363,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top-k", type=int, default=10)
     p.add_argument("--ours", default="", help="overrides for ours: semantic=,fulltext=,recency=,frequency=,"
                    "importance=,context=,version=,half_life_days=,pool=,ef_search=,exact=1,window=,"
-                   "vsim=,vband=,vpool=,gsim=,glex=,gmargin=,gfill=,gnb= (gate; -1 = off)")
+                   "vsim=,vband=,vpool=,gsim=,glex=,gmargin=,gfill=,gnb= (gate; -1 = off), scap= (max_hits_per_session; -1 = off)")
     p.add_argument("--grid", action="store_true", help="run the small tuning grid for ours instead")
     p.add_argument("--tune-grid", default=None, help="ours' settings on the tune split only: 'default' "
                    "(benchmarks/_tune.py) or ';'-separated --ours override strings")

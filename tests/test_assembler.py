@@ -81,6 +81,8 @@ async def test_before_model_callback_injects_memories_within_budget(database):
         async for _ in runner.run_async(user_id="u", session_id=s.id, new_message=types.Content(role="user", parts=[types.Part(text=turn)])):
             pass
     last = llm._requests[-1]
-    assert "Relevant memories" in last.config.system_instruction and "Hangzhou" in last.config.system_instruction
+    memories = last.contents[-2].parts[0].text  # a data section before the latest turn, not the system instruction
+    assert "<RECALLED_MEMORIES>" in memories and "Hangzhou" in memories
+    assert "Hangzhou" not in last.config.system_instruction
     assert asm.last.used_tokens <= 120 and any(d.kind == "content" for d in asm.last.dropped)
     assert len(last.contents) < 9 and last.contents[-1].parts[0].text.startswith("tell me about Hangzhou")

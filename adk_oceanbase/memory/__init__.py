@@ -3,6 +3,7 @@
 from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
 from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
 from .search_sql import SearchFilters
+from .poisoning import InstructionDetector, PatternDetector
 from .scoring import Signals
 from .service import MemoryHit, OceanBaseMemoryService
 from .settings import MemorySettings, ScoreWeights
@@ -12,10 +13,12 @@ __all__ = [
     "ExtractedFact",
     "GeminiEmbedder",
     "HashEmbedder",
+    "InstructionDetector",
     "LlmExtractor",
     "MemoryHit",
     "MemorySettings",
     "OceanBaseMemoryService",
+    "PatternDetector",
     "ScoreWeights",
     "SearchFilters",
     "SentenceTransformerEmbedder",

@@ -51,6 +51,7 @@ from . import postings
 from . import queries as q
 from .extraction import MemoryDraft, embedding_text, search_text
 from .lexical import doc_terms
+from .poisoning import servable
 
 __all__ = ["WriteOutcome", "content_hash", "merge_near_duplicates", "word_overlap", "write_drafts"]
 
@@ -189,9 +190,15 @@ def _merge_row(
 
 
 async def write_drafts(
-    conn: AsyncConnection, app_name: str, user_id: str, drafts: Sequence[MemoryDraft], now: datetime
+    conn: AsyncConnection, app_name: str, user_id: str, drafts: Sequence[MemoryDraft], now: datetime,
+    *, min_confidence: float = 0.0,
 ) -> WriteOutcome:
-    """Inserts drafts with idempotency and exact-duplicate merging, postings included (one transaction: the caller's)."""
+    """Inserts drafts with idempotency and exact-duplicate merging, postings included (one transaction: the caller's).
+
+    A draft supersedes the ids it names only if search could return it
+    (:func:`.poisoning.servable` at ``min_confidence``): a tainted or doubtful
+    fact must not hide a trusted one.
+    """
     out = WriteOutcome()
     if not drafts:
         return out
@@ -247,13 +254,14 @@ async def write_drafts(
                     "extractor": d.extractor,
                     "turn_pos": d.turn_pos,
                     "confidence": float(d.confidence),
+                    "tainted": 1 if d.tainted else 0,
                 }
                 for d in inserts
             ],
         )
         await postings.index_memories(conn, app_name, user_id, list(texts.items()), replace=False)
         for d in inserts:
-            if d.supersedes:
+            if d.supersedes and servable(d.confidence, d.tainted, min_confidence):
                 stmt, params = q.supersede(app_name, user_id, d.supersedes, d.memory_id, now)
                 await conn.execute(stmt, params)
     out.inserted = [d.memory_id for d in inserts]
@@ -338,6 +346,7 @@ async def merge_near_duplicates(
     model: str,
     threshold: float,
     min_overlap: float = 0.8,
+    min_confidence: float = 0.0,
     now: datetime,
     scan_limit: int,
 ) -> dict[str, str]:
@@ -355,10 +364,10 @@ async def merge_near_duplicates(
     neighbours: list[Any] = []
     if dialect.native_vectors:
         for mid, _ts, v, *_ in batch:
-            stmt, params = q.nearest_neighbour(app_name, user_id, mid, dialect.encode_vector(v), model)
+            stmt, params = q.nearest_neighbour(app_name, user_id, mid, dialect.encode_vector(v), model, min_confidence)
             neighbours.extend((await conn.execute(stmt, params)).all())
     else:
-        stmt, params = q.near_duplicate_candidates(app_name, user_id, "", model, scan_limit)
+        stmt, params = q.near_duplicate_candidates(app_name, user_id, "", model, scan_limit, min_confidence)
         neighbours = list((await conn.execute(stmt, params)).all())
     # Decoding up to scan_limit stored vectors and the similarity maths are CPU
     # work: off the event loop (the transaction stays open meanwhile, so keep it short).

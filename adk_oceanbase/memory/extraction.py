@@ -142,6 +142,8 @@ class MemoryDraft:
     """Position of the source turn in its session (turn memories only): the context signal's neighbours."""
     confidence: float = 1.0
     """How sure the source is that the memory is true, 0..1 (a turn is a record of what was said: 1)."""
+    tainted: bool = False
+    """Stored tainted (never returned by search): the ingest guard flagged it (``memory.poisoning``)."""
 
 
 def turn_drafts(

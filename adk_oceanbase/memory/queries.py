@@ -7,6 +7,7 @@ owns the shared table facts it builds on (``T``, ``ROW_COLUMNS``, ``FACTS``).
 
 from __future__ import annotations
 
+import struct
 from datetime import datetime
 from typing import Any, Sequence
 
@@ -44,6 +45,8 @@ __all__ = [
     "set_ef_search",
     "set_embedding",
     "supersede",
+    "unsupersede",
+    "unsupersede_displaced_by",
     "sweep_unembedded",
     "event_positions",
     "last_turn_pos",
@@ -118,10 +121,10 @@ def insert_memory() -> TextClause:
     return text(
         f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor, turn_pos, confidence, term_count, occurrences, stored_at) VALUES (:memory_id, "
-        ":app_name, :user_id, :content, :search_text, :content_hash, :author, :session_id, :event_ids, :topics, "
-        ":custom_metadata, :importance_score, 0, :created_at, :updated_at, 'pending', 0, :extractor, :turn_pos, "
-        ":confidence, :term_count, :occurrences, UTC_TIMESTAMP(6))"
+        "embed_status, embed_attempts, extractor, turn_pos, confidence, tainted, term_count, occurrences, stored_at) "
+        "VALUES (:memory_id, :app_name, :user_id, :content, :search_text, :content_hash, :author, :session_id, "
+        ":event_ids, :topics, :custom_metadata, :importance_score, 0, :created_at, :updated_at, 'pending', 0, "
+        ":extractor, :turn_pos, :confidence, :tainted, :term_count, :occurrences, UTC_TIMESTAMP(6))"
     )
 
 
@@ -202,6 +205,24 @@ def supersede(app_name: str, user_id: str, old_ids: Sequence[str], new_id: str, 
     return stmt, {"new_id": new_id, "now": now, "app": app_name, "user": user_id, "ids": list(old_ids)}
 
 
+def unsupersede(app_name: str, user_id: str, memory_id: str, now: datetime):
+    """Undoes a supersession: the memory is live again (``service.restore_superseded``); 0 rows if it was not superseded."""
+    stmt = text(
+        f"UPDATE {T} SET superseded_by = NULL, updated_at = :now WHERE app_name = :app AND user_id = :user "
+        "AND memory_id = :id AND superseded_by IS NOT NULL AND embed_status <> 'deleted'"
+    )
+    return stmt, {"app": app_name, "user": user_id, "id": memory_id, "now": now}
+
+
+def unsupersede_displaced_by(app_name: str, user_id: str, superseding_ids: Sequence[str], now: datetime):
+    """Restores what ``superseding_ids`` displaced (they were just tainted: they may no longer supersede)."""
+    stmt = text(
+        f"UPDATE {T} SET superseded_by = NULL, updated_at = :now WHERE app_name = :app AND user_id = :user "
+        "AND superseded_by IN :ids"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(superseding_ids), "now": now}
+
+
 def delete_memory(app_name: str, user_id: str, memory_id: str, now: datetime):
     """Turns a memory into a tombstone: content and vector erased, id and hash kept.
 
@@ -242,7 +263,7 @@ def claimed_rows(app_name: str, user_id: str, memory_ids: Sequence[str], claim: 
     """The rows this claim holds, with what the embedded text is built from."""
     stmt = text(
         f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score, "
-        f"extractor FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        f"extractor, confidence, tainted FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
         "AND embed_status = 'embedding' AND embed_claim = :claim"
     ).bindparams(bindparam("ids", expanding=True))
     return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
@@ -314,26 +335,39 @@ def retry_failed(now: datetime) -> tuple[TextClause, dict[str, Any]]:
     return stmt, {"now": now}
 
 
-def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, model: str):
-    """OceanBase: the closest other live memories of the user (HNSW; once per newly embedded row)."""
+def nearest_neighbour(app_name: str, user_id: str, memory_id: str, vector: str, model: str, min_confidence: float = 0.0):
+    """OceanBase: the closest other live, servable memories of the user (HNSW; once per newly embedded row)."""
     stmt = text(
         f"SELECT memory_id, content, embedding, created_at, event_ids, topics, importance_score FROM {T} "
         "WHERE app_name = :app AND user_id = :user AND memory_id <> :id AND embed_status = 'ready' "
-        f"AND superseded_by IS NULL AND embedding_model = :model AND {FACTS} "
+        f"AND superseded_by IS NULL AND embedding_model = :model AND {FACTS} AND {SERVABLE} "
         "ORDER BY cosine_distance(embedding, :qv) APPROXIMATE LIMIT 3"
     )
-    return stmt, {"qv": vector, "app": app_name, "user": user_id, "id": memory_id, "model": model}
+    return stmt, {"qv": vector, "app": app_name, "user": user_id, "id": memory_id, "model": model,
+                  "min_conf": _float32(min_confidence)}
 
 
-def near_duplicate_candidates(app_name: str, user_id: str, memory_id: str, model: str, limit: int):
-    """MySQL: the user's other live vectors, compared in numpy."""
+def near_duplicate_candidates(
+    app_name: str, user_id: str, memory_id: str, model: str, limit: int, min_confidence: float = 0.0
+):
+    """MySQL: the user's other live, servable vectors, compared in numpy."""
     stmt = text(
         f"SELECT memory_id, content, embedding, created_at, event_ids, topics, importance_score FROM {T} "
         "WHERE app_name = :app AND user_id = :user "
         "AND memory_id <> :id AND embed_status = 'ready' AND superseded_by IS NULL AND embedding_model = :model "
-        f"AND {FACTS} ORDER BY created_at DESC LIMIT :lim"
+        f"AND {FACTS} AND {SERVABLE} ORDER BY created_at DESC LIMIT :lim"
     )
-    return stmt, {"app": app_name, "user": user_id, "id": memory_id, "model": model, "lim": limit}
+    return stmt, {"app": app_name, "user": user_id, "id": memory_id, "model": model, "lim": limit,
+                  "min_conf": _float32(min_confidence)}
+
+
+SERVABLE = "tainted = 0 AND confidence >= :min_conf"
+"""What search could return (``search_sql``'s poisoning guard): only such rows merge or supersede."""
+
+
+def _float32(value: float) -> float:
+    """Rounded to single precision like the FLOAT ``confidence`` column (0.7 is stored as 0.69999999)."""
+    return struct.unpack("<f", struct.pack("<f", float(value)))[0]
 
 
 def embedding_models_in_use() -> TextClause:

@@ -23,7 +23,7 @@ from . import relevance as rv
 from .asker import author_match
 from .settings import MemorySettings, ScoreWeights
 
-__all__ = ["Signals", "rank_rows"]
+__all__ = ["Signals", "cap_per_session", "rank_rows"]
 
 
 @dataclass(frozen=True)
@@ -207,4 +207,22 @@ def rank_rows(
         out.append((r, Signals(float(sem_sig[i]), rec, freq, float(ft_sig[i]), imp, score, float(ctx[i]),
                                float(ver[i]), ft_cov=float(r.ft_cov or 0.0), author=auth)))
     out.sort(key=lambda x: (-x[1].score, -x[0].created_at.timestamp(), x[0].memory_id))
-    return out[:top_k]
+    return cap_per_session(out, settings.max_hits_per_session)[:top_k]
+
+
+def cap_per_session(ranked: list[tuple[Any, Signals]], cap: int | None) -> list[tuple[Any, Signals]]:
+    """Hits beyond the ``cap`` best of their source session move after all others, in score order.
+
+    ``search_sql._session_cap_expr`` in numpy; ``ranked`` is best first.
+    Memories without a session are never capped.
+    """
+    if cap is None:
+        return ranked
+    seen: dict[str, int] = {}
+    head, tail = [], []
+    for hit in ranked:
+        sid = hit[0].session_id
+        if sid is not None:
+            seen[sid] = seen.get(sid, 0) + 1
+        (tail if sid is not None and seen[sid] > cap else head).append(hit)
+    return head + tail

@@ -268,10 +268,12 @@ def hybrid_search(
     if winners_cov:
         out_sig[SIGNAL_COLUMNS.index("ft_cov")] = \
             f"CASE WHEN z.in_ft = 1 THEN {coverage_of('z.memory_id', len(terms))} ELSE 0 END AS ft_cov"
+    capped = _session_cap_expr(settings.max_hits_per_session, params)
     sql = f"""WITH {', '.join(ctes)}
 SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
 FROM (
-SELECT u.memory_id, u.created_at, u.in_ft, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}
+SELECT d.* FROM (
+SELECT u.memory_id, u.created_at, u.in_ft, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}, {capped} AS capped
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp + :w_auth * t.auth) AS score
   FROM (
@@ -283,11 +285,26 @@ FROM (
   ) t
 ) u
 WHERE u.ok = 1 AND u.score >= :min_score
-ORDER BY u.score DESC, u.created_at DESC, u.memory_id
+) d
+ORDER BY d.capped, d.score DESC, d.created_at DESC, d.memory_id
 LIMIT :k
 ) z JOIN {T} w ON w.app_name = :app AND w.user_id = :user AND w.memory_id = z.memory_id
-ORDER BY z.score DESC, z.created_at DESC, z.memory_id"""
+ORDER BY z.capped, z.score DESC, z.created_at DESC, z.memory_id"""
     return text(sql), params
+
+
+def _session_cap_expr(cap: int | None, params: dict[str, Any]) -> str:
+    """1 for a hit beyond the ``cap`` best of its source session (``MemorySettings.max_hits_per_session``), else 0.
+
+    The outer ORDER BY puts those after every other hit, so one session's
+    many near-identical lines cannot fill the top k while other sessions have
+    matches; ``scoring.cap_per_session`` is the numpy twin (same tie-break).
+    """
+    if cap is None:
+        return "0"
+    params["s_cap"] = int(cap)
+    return ("CASE WHEN u.session_id IS NOT NULL AND ROW_NUMBER() OVER (PARTITION BY u.session_id "
+            "ORDER BY u.score DESC, u.created_at DESC, u.memory_id) > :s_cap THEN 1 ELSE 0 END")
 
 
 SIGNAL_COLUMNS = ("sem", "rec", "freq", "ft", "imp", "ctx", "ver", "score", "ft_n", "ft_cov", "auth")

@@ -50,6 +50,7 @@ from .asker import author_cue
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
 from .lexical import stem_text
+from .poisoning import check_author, guard_drafts
 from .queries import ROW_COLUMNS
 from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, memory_id_for, turn_drafts
 from .search_sql import SearchFilters
@@ -426,6 +427,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         """
         if not drafts:
             return []
+        if tainted := guard_drafts(drafts, self.settings.instruction_detector, self.settings.privileged_authors):
+            logger.info("ingest guard: %d memory draft(s) stored tainted (%s)", len(tainted), ", ".join(sorted(set(tainted))))
         self._learn_authors(app, user, drafts)
         now = _now()
 
@@ -440,7 +443,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             if session is not None and now_gen.predates_erasure(session[1]) \
                     and not await guard.session_stored(conn, app, user, session[0]):
                 raise MemoryWriteRaceError(_PREDATES_ERASURE)
-            outcome = await write_drafts(conn, app, user, drafts, now)
+            outcome = await write_drafts(conn, app, user, drafts, now, min_confidence=self.settings.min_confidence)
             if (audit := current_entry()) is not None:
                 audit.row_count = len(outcome.inserted)
                 await conn.execute(audit.insert())
@@ -492,6 +495,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             check_text("memory content", body)
             if entry.author is not None:
                 check_text("memory author", entry.author)
+                check_author(entry.author, self.settings.privileged_authors)
             meta = {**dict(custom_metadata or {}), **(entry.custom_metadata or {})}
             topics = args.check_topics(meta.pop("topics", None) or [])
             importance = args.check_importance(meta.pop("importance", 0.5))
@@ -589,8 +593,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     ) -> int:
         """Marks memories as tainted (possibly poisoned): search never returns them, so nothing injects them.
 
-        ``tainted=False`` clears the mark.  Only this user's memories are
-        touched; returns how many ids matched.
+        Whatever a newly tainted memory superseded is live again (only a memory
+        search could return may supersede), in the same transaction; clearing
+        the mark later does not supersede it again.  ``tainted=False`` clears
+        the mark.  Only this user's memories are touched; returns how many ids matched.
         """
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         if isinstance(memory_ids, str):
@@ -598,12 +604,38 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         ids = [check_id("memory_id", m, max_len=64) for m in memory_ids]
         if not ids:
             return 0
+        now = _now()
         async with self._tx() as conn:
-            res = await conn.execute(gq.set_tainted(app, user, ids, tainted, _now()))
+            res = await conn.execute(gq.set_tainted(app, user, ids, tainted, now))
+            if tainted:
+                await conn.execute(*q.unsupersede_displaced_by(app, user, ids, now))
             if (audit := current_entry()) is not None:
                 audit.row_count = int(res.rowcount or 0)
                 await conn.execute(audit.insert())
         return int(res.rowcount or 0)
+
+    @traced
+    @audited(by_ids("memory_restore"))
+    async def restore_superseded(self, app_name: str, user_id: str, memory_id: str) -> bool:
+        """Undoes a supersession: ``memory_id`` (hidden by a newer fact or a near duplicate) is returned by search again.
+
+        The newer memory stays as it is (taint it, or delete it, if it was the
+        wrong one).  Returns ``False`` when the memory is not superseded (or not
+        this user's, or deleted).  Audited as ``memory_restore`` when auditing is on.
+        """
+        app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        memory_id = check_id("memory_id", memory_id, max_len=64)
+        stmt, params = q.unsupersede(app, user, memory_id, _now())
+
+        async def restore(conn: AsyncConnection) -> bool:
+            res = await conn.execute(stmt, params)
+            if (audit := current_entry()) is not None:
+                audit.row_count = res.rowcount
+                await conn.execute(audit.insert())
+            return bool(res.rowcount)
+
+        await self._engine()
+        return await self._rerunnable_tx(restore)
 
     # --------------------------------------------------------------- search
     @override

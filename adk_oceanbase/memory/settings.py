@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import ConfigurationError
+from .poisoning import InstructionDetector, PatternDetector
 
 __all__ = ["MemorySettings", "ScoreWeights"]
 
@@ -399,7 +400,31 @@ class MemorySettings:
     A.1.7); neither are memories marked tainted (``mark_tainted``).  Turns and memories added without a
     confidence have 1.0, so the default hides only what an extractor or caller rated as doubtful."""
 
+    max_hits_per_session: int | None = 8
+    """Diversity cap (seed 000 A.1.7, "require N independent sessions"): at most this many hits of one
+    source session come before the hits of other sessions; the rest follow them in score order, so a
+    user with one session sees the plain ranking.  150 near-identical lines said in one session cannot
+    push a fact from another session out of the top 10.  Memories without a session are not capped.
+    ``None``: off.  Applies to both search paths (``search_sql.hybrid_search``, ``scoring.rank_rows``).
+
+    A LoCoMo answer's turns often sit together in one session (the context signal ranks neighbours up),
+    so the cap only bites beyond most of the top 10: tune split (``retrieval.py --tune-grid
+    "scap=-1;scap=3;...;scap=8"``, 2026-11-25) LoCoMo R@10 off 0.758, cap 3 0.676, 5 0.742, 6 0.748,
+    7 0.755, 8 0.757 (one question of 760); knowledge-update R@1 0.489 for every value."""
+
     # --------------------------------------------------------------- ingest
+    instruction_detector: "InstructionDetector | None" = field(default_factory=PatternDetector)
+    """Ingest guard (``memory.poisoning``): a memory whose text it flags ("Ignore all previous
+    instructions", "SYSTEM PROMPT OVERRIDE", role tags such as ``<|system|>`` or ``[INST]``, their
+    Chinese forms, tool-call JSON) is stored tainted with the reason in
+    ``custom_metadata["tainted_reason"]``, so it is never returned nor injected.  Any callable
+    ``text -> reason | None``; ``PatternDetector().extended({...})`` adds rules; ``None``: off."""
+
+    privileged_authors: tuple[str, ...] = ("system", "developer")
+    """Authors no caller may claim: ``add_memory`` refuses them (``PrivilegedAuthorError``) and an
+    ingested turn by such an author is stored tainted.  Trusted memories carry the user's or an
+    agent's name; ``()`` turns the check off."""
+
     memory_authors: tuple[str, ...] | None = None
     """Authors whose turns become memories; ``None`` means everyone (user and agents)."""
 
@@ -515,6 +540,12 @@ class MemorySettings:
         if isinstance(self.fulltext_overfetch_rows, bool) or not isinstance(self.fulltext_overfetch_rows, int) \
                 or self.fulltext_overfetch_rows < 0:
             raise ConfigurationError(f"fulltext_overfetch_rows must be an integer >= 0, got {self.fulltext_overfetch_rows!r}")
+
+        if self.max_hits_per_session is not None and (
+            isinstance(self.max_hits_per_session, bool) or not isinstance(self.max_hits_per_session, int)
+            or self.max_hits_per_session < 1
+        ):
+            raise ConfigurationError(f"max_hits_per_session must be None or an integer >= 1, got {self.max_hits_per_session!r}")
 
     def vector_pool(self, approximate: bool, top_k: int = 1) -> int:
         """Depth of the vector candidate list: ``ann_pool`` (at least ``top_k``, so that the list alone can

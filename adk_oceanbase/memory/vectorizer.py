@@ -33,6 +33,7 @@ import numpy as np
 from ..engine import Database
 from . import queries as q
 from .consolidation import _loads, merge_near_duplicates
+from .poisoning import servable
 from .embedding import Embedder
 from .extraction import embedding_text
 from .index_upkeep import IndexUpkeep
@@ -347,13 +348,15 @@ class Vectorizer:
                 for r, v in zip(rows, vecs):
                     if (r.extractor or "").startswith("turn:"):
                         continue  # dialogue turns are records, not facts: never near-duplicate merged
+                    if not servable(float(r.confidence), bool(r.tainted), s.min_confidence):
+                        continue  # a memory search never returns must not supersede (nor absorb) another
                     groups[(r.app_name, r.user_id)].append(
                         (r.memory_id, r.created_at, v, _loads(r.event_ids), _loads(r.topics), float(r.importance_score),
                          r.content)
                     )
                 for (app, user), batch in groups.items():
                     merged = await merge_near_duplicates(
-                        conn, dialect, app, user, batch, model=model,
+                        conn, dialect, app, user, batch, model=model, min_confidence=s.min_confidence,
                         threshold=s.near_duplicate_similarity, min_overlap=s.near_duplicate_min_overlap, now=now, scan_limit=s.numpy_scan_limit,
                     )
                     self.stats["merged"] += len(merged)
