@@ -4,7 +4,8 @@ One subcommand per API method, one flag per keyword (the README's "Command
 line" section lists them all; a test checks that list against this parser).
 Machine output (JSON lines) goes to stdout; progress bars, spinners and status
 lines go to stderr, drawn only on a terminal.  Exit codes: 0 done, 1 not found
-or not current (``sessions show``, ``db check``), 2 an error.
+or not current (a session, a memory, the database at ``--url``; ``db check``),
+2 an error.
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ import sys
 from typing import Sequence
 
 from . import __version__
-from .errors import AdkOceanBaseError
+from .errors import AdkOceanBaseError, DatabaseNotFoundError, MemoryNotFoundError, SessionMissingError
 
 __all__ = ["main"]
+
+_NOT_FOUND = (SessionMissingError, MemoryNotFoundError, DatabaseNotFoundError)
+"""Errors that mean "not found": exit 1, as ``sessions show`` of a missing session (the README's exit codes)."""
 
 _URL_HELP = (
     "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase); "
@@ -34,8 +38,8 @@ def _parser() -> argparse.ArgumentParser:
     url = argparse.ArgumentParser(add_help=False)
     url.add_argument("--url", help=_URL_HELP)
 
-    def cmd(parent, name: str, help_: str, *, db: bool = True) -> argparse.ArgumentParser:
-        return parent.add_parser(name, help=help_, description=help_, parents=[url] if db else [])
+    def cmd(parent, name: str, help_: str) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_, description=help_, parents=[url])
 
     cmd(sub, "demo", "run a multi-turn ADK conversation on the embedded default and resume it")
 
@@ -100,8 +104,9 @@ def _parser() -> argparse.ArgumentParser:
     cmd(dbsub, "check", "exit 0 when the schema is at head, else 1 with the command to run")
     stamp = cmd(dbsub, "stamp", "record REVISION as current without migrating (a schema made by hand)")
     stamp.add_argument("revision", metavar="REVISION")
-    cmd(dbsub, "history", "the revisions this package ships, newest first", db=False)
-    cmd(dbsub, "heads", "the newest revision this package ships", db=False)
+    # --url is accepted like everywhere (scripts pass it to every command); these read the package, not the database.
+    cmd(dbsub, "history", "the revisions this package ships, newest first")
+    cmd(dbsub, "heads", "the newest revision this package ships")
 
     imp = cmd(sub, "import-adk", "copy sessions, events and state from ADK's DatabaseSessionService (re-runnable); import_adk()")
     imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL",
@@ -124,6 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return asyncio.run(_commands.run(args))
+    except _NOT_FOUND as exc:
+        print(f"adk-oceanbase: {exc}", file=sys.stderr)
+        return 1
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)
         return 2

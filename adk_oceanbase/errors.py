@@ -21,6 +21,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
+    "DatabaseNotFoundError",
     "DeadlockError",
     "DuplicateKeyError",
     "EmbeddingModelMismatchError",
@@ -52,6 +53,10 @@ class AdkOceanBaseError(Exception):
 
 class ConfigurationError(AdkOceanBaseError, ValueError):
     """A URL, option or environment variable is malformed or contradictory."""
+
+
+class DatabaseNotFoundError(ConfigurationError):
+    """A command that only reads or maintains found no database at the URL (a mistyped path); nothing was created."""
 
 
 class ConnectionFailedError(AdkOceanBaseError):

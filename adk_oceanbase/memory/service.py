@@ -475,23 +475,29 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     @override
     @traced
     @audited(by_ids("memory_delete"))
-    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
-        """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> bool:  # type: ignore[override]
+        """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back.
+
+        Returns whether a memory was erased (``False``: no such memory, or
+        deleted already), which ADK's ``None`` leaves unsaid; ``adk-oceanbase
+        memory delete`` exits 1 on it.
+        """
         if not memory_id:
-            return
+            return False
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         memory_id = check_id("memory_id", memory_id, max_len=64)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
 
-        async def delete(conn: AsyncConnection) -> None:
+        async def delete(conn: AsyncConnection) -> bool:
             deleted = await conn.execute(stmt, params)
             if deleted.rowcount:
                 await conn.execute(*postings.delete_postings(app, user, [memory_id]))
             if (audit := current_entry()) is not None:
                 audit.row_count = deleted.rowcount
                 await conn.execute(audit.insert())
+            return bool(deleted.rowcount)
 
-        await self._rerunnable_tx(delete)
+        return await self._rerunnable_tx(delete)
 
     # ----------------------------------------------------------- governance
     async def set_memory_opt_out(
