@@ -29,6 +29,7 @@ __all__ = [
     "InvalidIdentifierError",
     "InvalidStateError",
     "InvalidTextError",
+    "InvalidValueError",
     "LockTimeoutError",
     "MemoryNotFoundError",
     "MemoryTooLongError",
@@ -85,6 +86,14 @@ class InvalidStateError(ValidationError):
 
 class InvalidTextError(ValidationError):
     """Text UTF-8 cannot store: a lone surrogate such as ``"\\ud800"`` (a bad decode, half an emoji)."""
+
+
+class InvalidValueError(ValidationError):
+    """A value stored as JSON would not load back as itself (a set, tuple, bytes, NaN, over 200 levels deep); nothing written.
+
+    For ``custom_metadata`` of events and memories; state values raise
+    :class:`InvalidStateError` for the same reasons.
+    """
 
 
 class EventTooLargeError(ValidationError):
