@@ -372,9 +372,20 @@ async def _gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _adk_init(args: argparse.Namespace) -> int:
+    from .adk_services import write_services_py
+
+    print(write_services_py(args.agents_dir), file=sys.stderr)
+    url = Config.from_url(args.url).redacted_url() if args.url else "seekdb:///path/to/dir"
+    print(f"adk api_server --session_service_uri {url} --memory_service_uri {url} {args.agents_dir}")
+    return 0
+
+
 # ---------------------------------------------------------------- dispatch
 async def run(args: argparse.Namespace) -> int:
     """Runs the parsed command; returns the exit code."""
+    if args.command == "adk-init":
+        return _adk_init(args)
     if args.command == "demo":
         from .demo import run_demo
 

@@ -113,6 +113,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--app", help="import only this app")
 
+    init = cmd(sub, "adk-init", "write AGENTS_DIR/services.py so `adk web` / `adk api_server` know seekdb:// and oceanbase://")
+    init.add_argument("agents_dir", metavar="AGENTS_DIR", help="the agents directory you pass to adk web / adk api_server")
+
     gc = cmd(sub, "gc", "delete sessions and memories older than their TTL, in bounded batches; governance.sweep()")
     gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
     gc.add_argument("--session-ttl", help="delete sessions not updated for this long, e.g. 30d, 12h")

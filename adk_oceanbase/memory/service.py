@@ -23,7 +23,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
-from .._lifecycle import DatabaseService
+from .._lifecycle import DatabaseService, adk_uri
 from ..audit import AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
@@ -87,6 +87,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
+        uri: ``url`` by the name ADK's ``services.yaml`` route passes it; give one of the two.
+        agents_dir: passed by ADK's ``services.yaml`` route; not used.
 
     Example:
         >>> import asyncio
@@ -112,8 +114,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         auto_setup: bool = True,
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
+        uri: str | None = None,
+        agents_dir: str | None = None,
     ):
-        self._bind_database(url, config, database, engine, auto_setup)
+        self._bind_database(adk_uri(url, uri), config, database, engine, auto_setup)
         self._redaction = redaction
         self._auditor = Auditor(audit)
         self._embedder = embedder or default_embedder()
