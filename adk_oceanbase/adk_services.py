@@ -35,7 +35,7 @@ from typing import Any
 from .config import DRIVER_OPTIONS, TUNABLE_FIELDS, Config
 from .errors import ConfigurationError
 
-__all__ = ["IGNORED_ENGINE_KEYWORDS", "SCHEMES", "register", "write_services_py"]
+__all__ = ["IGNORED_ENGINE_KEYWORDS", "SCHEMES", "SeekdbUrlNotRegistered", "register", "write_services_py"]
 
 logger = logging.getLogger(__name__)
 
@@ -131,3 +131,25 @@ def write_services_py(agents_dir: str | Path) -> str:
         return f"{target} already registers adk_oceanbase; left as it is"
     target.write_text(current + ("" if current.endswith("\n") or not current else "\n") + "\n" + _SERVICES_PY, encoding="utf-8")
     return f"added the adk_oceanbase registration to {target}"
+
+
+class SeekdbUrlNotRegistered:
+    """SQLAlchemy's ``seekdb`` dialect entry point: says how to register the scheme instead of "Can't load plugin".
+
+    Without ``services.py`` ADK hands an unknown scheme to its
+    ``DatabaseSessionService``, i.e. to SQLAlchemy, which looks the scheme up
+    among ``sqlalchemy.dialects`` entry points.  ``seekdb`` is ours alone, so
+    the package declares this class there (``pyproject.toml``); SQLAlchemy
+    calls ``get_dialect_cls`` and gets the error naming the fix.
+    ``oceanbase`` is not declared: another package may own that dialect name.
+    """
+
+    @classmethod
+    def get_dialect_cls(cls, url: Any) -> type:
+        raise ConfigurationError(
+            f"{url.render_as_string(hide_password=True)} is an adk-oceanbase URL, not a SQLAlchemy one: ADK was not told "
+            "about the seekdb:// scheme. Run `adk-oceanbase adk-init AGENTS_DIR` (writes AGENTS_DIR/services.py) and "
+            "start adk web / adk api_server again; in Python, use adk_oceanbase.OceanBaseSessionService(url)"
+        )
+
+    get_async_dialect_cls = get_dialect_cls  # what create_async_engine asks for

@@ -166,3 +166,37 @@ def _post_when_up(url: str, server: subprocess.Popen, limit_s: float = 120.0) ->
         except OSError:
             time.sleep(0.5)
     return None
+
+
+ENTRY_POINT_CHECK = """
+import sys
+from google.adk.cli.utils.service_factory import create_session_service_from_options
+try:
+    create_session_service_from_options(base_dir=sys.argv[1], session_service_uri="seekdb:///nowhere/db")
+except ValueError as exc:
+    print(type(exc.__cause__).__name__, exc.__cause__)
+"""
+
+
+def test_an_unregistered_seekdb_url_names_adk_init(tmp_path):
+    """ADK without services.py falls back to its DatabaseSessionService, i.e. to SQLAlchemy's dialect lookup.
+
+    The wheel declares the ``seekdb`` entry point (pyproject.toml); here the same
+    declaration is put on ``sys.path`` as installed metadata, as pip would.
+    """
+    import tomllib
+
+    project = tomllib.loads((Path(__file__).resolve().parent.parent / "pyproject.toml").read_text())
+    target = project["project"]["entry-points"]["sqlalchemy.dialects"]["seekdb"]
+    dist = tmp_path / "site" / "adk_oceanbase_entry_points-0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: adk-oceanbase-entry-points\nVersion: 0\n")
+    (dist / "entry_points.txt").write_text(f"[sqlalchemy.dialects]\nseekdb = {target}\n")
+    agents = tmp_path / "agents"
+    agents.mkdir()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", ENTRY_POINT_CHECK, str(agents)], capture_output=True, text=True,
+                          timeout=300, env=env)
+    assert done.stdout.startswith("ConfigurationError seekdb:///nowhere/db is an adk-oceanbase URL"), done.stderr
+    assert "adk-oceanbase adk-init AGENTS_DIR" in done.stdout
+    assert not Path("/nowhere").exists()
