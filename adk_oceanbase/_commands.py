@@ -14,6 +14,7 @@ import sys
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, AsyncIterator, Iterator
 
+from google.adk.sessions.base_session_service import GetSessionConfig
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -23,6 +24,8 @@ from .engine import Database
 from .errors import SchemaMissingError, SchemaOutdatedError, ValidationError
 
 __all__ = ["run"]
+
+_HEAD_ONLY = GetSessionConfig(num_recent_events=1)  # an existence check need not load every event
 
 
 def _out() -> Console:
@@ -56,14 +59,25 @@ def _progress(message: str) -> Progress:
     )
 
 
+def _database(args: argparse.Namespace, *, create: bool = False) -> Database:
+    """The command's database; only the commands meant to create one (``db upgrade``, ``import-adk``) pass ``create``.
+
+    Elsewhere a missing database is a mistyped URL: ``DatabaseNotFoundError``
+    (exit 1) instead of a new 220 MB seekdb directory (issue 24).
+    """
+    return Database(Config.from_url(args.url) if args.url else Config.from_env(), create=create)
+
+
 @asynccontextmanager
-async def _open(args: argparse.Namespace, *, memory: bool = False, background: bool = False) -> AsyncIterator[Any]:
+async def _open(
+    args: argparse.Namespace, *, memory: bool = False, background: bool = False, create: bool = False
+) -> AsyncIterator[Any]:
     """One :class:`Database` shared by the session (and memory) service; everything closed afterwards."""
     from .sessions import OceanBaseSessionService
 
     from ._governance_commands import audit_settings
 
-    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
+    db = _database(args, create=create)
     audit = audit_settings(args)  # --audit / ADK_OCEANBASE_AUDIT, on the commands that take it
     sessions = OceanBaseSessionService(database=db, audit=audit)
     mem = None
@@ -122,11 +136,26 @@ async def _sessions(args: argparse.Namespace) -> int:
             print(s.model_dump_json(by_alias=True, exclude_none=True))
             return 0
         if args.action == "delete":
-            for sid in args.sessions:
-                await svc.delete_session(app_name=args.app, user_id=args.user, session_id=sid)
-                print(f"deleted session {sid}", file=sys.stderr)
-            return 0
+            return await _delete_sessions(svc, args)
         return await _export(svc, args)
+
+
+async def _delete_sessions(svc: Any, args: argparse.Namespace) -> int:
+    """Deletes the sessions that exist, one line each; exit 1 when any was not found (the others are deleted).
+
+    ``delete_session`` is ADK's (``None`` whether or not the session was
+    there), so existence is read first; a session deleted by someone else
+    in between is reported as deleted.
+    """
+    missing = 0
+    for sid in args.sessions:
+        if await svc.get_session(app_name=args.app, user_id=args.user, session_id=sid, config=_HEAD_ONLY) is None:
+            print(f"adk-oceanbase: session {sid} not found", file=sys.stderr)
+            missing += 1
+            continue
+        await svc.delete_session(app_name=args.app, user_id=args.user, session_id=sid)
+        print(f"deleted session {sid}", file=sys.stderr)
+    return 1 if missing else 0
 
 
 async def _export(svc: Any, args: argparse.Namespace) -> int:
@@ -169,10 +198,14 @@ async def _memory(args: argparse.Namespace) -> int:
                        "signals": {k: round(v, 4) for k, v in vars(h.signals).items() if k != "score"}})
             return 0
         if args.action == "delete":
+            missing = 0
             for mid in args.memory_ids:
-                await mem.delete_memory(app_name=args.app, user_id=args.user, memory_id=mid)
-                print(f"deleted memory {mid}", file=sys.stderr)
-            return 0
+                if await mem.delete_memory(app_name=args.app, user_id=args.user, memory_id=mid):
+                    print(f"deleted memory {mid}", file=sys.stderr)
+                else:
+                    print(f"adk-oceanbase: memory {mid} not found", file=sys.stderr)
+                    missing += 1
+            return 1 if missing else 0
         if args.action == "rebuild-index":
             with _spinner("rebuilding the vector index (minutes at 100k rows) ..."):
                 rebuilt = await mem.rebuild_vector_index()
@@ -259,7 +292,7 @@ async def _db(args: argparse.Namespace) -> int:
         return 0
     if args.action == "downgrade" and not args.yes and not _confirm(args):
         return 2
-    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
+    db = _database(args, create=args.action == "upgrade")
     where = db.config.redacted_url()
     try:
         if args.action == "upgrade":
@@ -305,7 +338,7 @@ def _confirm(args: argparse.Namespace) -> bool:
 async def _import_adk(args: argparse.Namespace) -> int:
     from .importer import import_adk
 
-    async with _open(args) as (target, _):
+    async with _open(args, create=True) as (target, _):  # importing into a new database is a way to start one
         with _progress("importing sessions") as bar:
             task = bar.add_task("import", total=None)
 
@@ -328,7 +361,7 @@ async def _gc(args: argparse.Namespace) -> int:
     if args.session_ttl is None and args.memory_ttl is None and args.audit_ttl is None:
         raise ValidationError("gc needs --session-ttl and/or --memory-ttl, or --audit-ttl")
     policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl), audit_ttl=args.audit_ttl)
-    db = Database(Config.from_url(args.url) if args.url else Config.from_env())
+    db = _database(args)
     try:
         with _spinner("sweeping expired sessions, memories and audit rows ..."):
             counts = await sweep(db, policy, apps=args.app, dry_run=args.dry_run, audit=args.audit)
@@ -353,9 +386,20 @@ async def _gc(args: argparse.Namespace) -> int:
     return 0
 
 
+def _adk_init(args: argparse.Namespace) -> int:
+    from .adk_services import write_services_py
+
+    print(write_services_py(args.agents_dir), file=sys.stderr)
+    url = Config.from_url(args.url).redacted_url() if args.url else "seekdb:///path/to/dir"
+    print(f"adk api_server --session_service_uri {url} --memory_service_uri {url} {args.agents_dir}")
+    return 0
+
+
 # ---------------------------------------------------------------- dispatch
 async def run(args: argparse.Namespace) -> int:
     """Runs the parsed command; returns the exit code."""
+    if args.command == "adk-init":
+        return _adk_init(args)
     if args.command == "demo":
         from .demo import run_demo
 

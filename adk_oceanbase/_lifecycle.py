@@ -44,11 +44,18 @@ from .errors import (
 )
 from .rawtx import COMMIT, RawTransaction, raw_transaction
 
-__all__ = ["DatabaseService"]
+__all__ = ["DatabaseService", "adk_uri"]
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+def adk_uri(url: str | None, uri: str | None) -> str | None:
+    """``url``, or ``uri`` (ADK's name for it: ``services.yaml`` builds a service as ``cls(uri=..., agents_dir=...)``)."""
+    if url is not None and uri is not None and url != uri:
+        raise ConfigurationError("pass url or uri (ADK's name for it), not both")
+    return url if url is not None else uri
 
 
 class DatabaseService:

@@ -4,8 +4,9 @@ One subcommand per API method, one flag per keyword (the README's "Command
 line" section lists them all; a test checks that list against this parser).
 Machine output (JSON lines) goes to stdout; progress bars, spinners and status
 lines go to stderr, drawn only on a terminal.  Exit codes: 0 done, 1 not found
-or not current (``sessions show``, ``db check``, ``users delete`` of a user with
-no rows, ``memory taint`` matching no memory), 2 an error.
+or not current (a session, a memory, the database at ``--url``; ``db check``,
+``users delete`` of a user with no rows, ``memory taint`` matching no memory),
+2 an error.
 """
 
 from __future__ import annotations
@@ -17,9 +18,12 @@ import sys
 from typing import Sequence
 
 from . import __version__
-from .errors import AdkOceanBaseError
+from .errors import AdkOceanBaseError, DatabaseNotFoundError, MemoryNotFoundError, SessionMissingError
 
 __all__ = ["main"]
+
+_NOT_FOUND = (SessionMissingError, MemoryNotFoundError, DatabaseNotFoundError)
+"""Errors that mean "not found": exit 1, as ``sessions show`` of a missing session (the README's exit codes)."""
 
 _URL_HELP = (
     "database URL (default: $ADK_OCEANBASE_URL, else embedded seekdb in $ADK_OCEANBASE_HOME or ~/.adk_oceanbase); "
@@ -35,8 +39,8 @@ def _parser() -> argparse.ArgumentParser:
     url = argparse.ArgumentParser(add_help=False)
     url.add_argument("--url", help=_URL_HELP)
 
-    def cmd(parent, name: str, help_: str, *, db: bool = True) -> argparse.ArgumentParser:
-        return parent.add_parser(name, help=help_, description=help_, parents=[url] if db else [])
+    def cmd(parent, name: str, help_: str) -> argparse.ArgumentParser:
+        return parent.add_parser(name, help=help_, description=help_, parents=[url])
 
     cmd(sub, "demo", "run a multi-turn ADK conversation on the embedded default and resume it")
 
@@ -102,13 +106,17 @@ def _parser() -> argparse.ArgumentParser:
     cmd(dbsub, "check", "exit 0 when the schema is at head, else 1 with the command to run")
     stamp = cmd(dbsub, "stamp", "record REVISION as current without migrating (a schema made by hand)")
     stamp.add_argument("revision", metavar="REVISION")
-    cmd(dbsub, "history", "the revisions this package ships, newest first", db=False)
-    cmd(dbsub, "heads", "the newest revision this package ships", db=False)
+    # --url is accepted like everywhere (scripts pass it to every command); these read the package, not the database.
+    cmd(dbsub, "history", "the revisions this package ships, newest first")
+    cmd(dbsub, "heads", "the newest revision this package ships")
 
     imp = cmd(sub, "import-adk", "copy sessions, events and state from ADK's DatabaseSessionService (re-runnable); import_adk()")
     imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL",
                      help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--app", help="import only this app")
+
+    init = cmd(sub, "adk-init", "write AGENTS_DIR/services.py so `adk web` / `adk api_server` know seekdb:// and oceanbase://")
+    init.add_argument("agents_dir", metavar="AGENTS_DIR", help="the agents directory you pass to adk web / adk api_server")
 
     gc = cmd(sub, "gc", "delete sessions, memories and audit rows older than their TTL, in bounded batches; governance.sweep()")
     gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
@@ -156,6 +164,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         return asyncio.run(_commands.run(args))
+    except _NOT_FOUND as exc:
+        print(f"adk-oceanbase: {exc}", file=sys.stderr)
+        return 1
     except AdkOceanBaseError as exc:
         print(f"adk-oceanbase: error: {exc}", file=sys.stderr)
         return 2

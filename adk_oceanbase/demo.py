@@ -32,7 +32,7 @@ from google.genai import types
 
 from .config import Config
 from .engine import Database
-from .memory import OceanBaseMemoryService, default_embedder
+from .memory import HashEmbedder, OceanBaseMemoryService, default_embedder
 from .sessions import OceanBaseSessionService
 
 APP = "adk_oceanbase_demo"
@@ -46,6 +46,10 @@ TURNS = [
 ]
 RECALL = "Where does my sister work?"
 FACTS = [("Lin lives in Hangzhou.", 300), ("Lin moved to Singapore for a new job.", 25)]  # (text, days ago)
+LEXICAL_ONLY = (
+    "sentence-transformers is not installed, so the semantic and fact-version signals stay 0 and a changed fact "
+    "is not recognised as a newer version; pip install 'adk-oceanbase[embeddings]' for MiniLM"
+)
 FACT_QUESTION = "Which city does Lin live in?"
 
 _NAME = re.compile(r"my name is (\w+)", re.I)
@@ -100,6 +104,8 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
     if hasattr(embedder, "start_loading"):
         embedder.start_loading()
         out(f"embedding model {embedder.model_name}: loading in the background")
+    elif isinstance(embedder, HashEmbedder):
+        out(f"embedding: {embedder.model_name}, lexical only ({LEXICAL_ONLY})")
     db = Database(config)  # one engine and one seekdb process for both services
     svc = OceanBaseSessionService(database=db)
     memory = OceanBaseMemoryService(database=db, embedder=embedder)
@@ -159,6 +165,11 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         _print_hits(plain, out)
         out("  with it (ver = the full-text match the newer version shares; recency then decides):")
         _print_hits(current, out)
+        if not current or current[0].memory_id != f"demo-fact-{len(FACTS) - 1}":
+            # The version signal links a new fact to the one it replaces by meaning (cosine
+            # of the two texts); hashed words see no link between "lives in" and "moved to".
+            why = LEXICAL_ONLY if isinstance(embedder, HashEmbedder) else f"the model {embedder.model_name} saw no link"
+            out(f"  the older fact still wins here: {why}")
         page = await svc.list_sessions_page(app_name=APP, user_id=USER, limit=5)
         out(f"\n{len(page.sessions)} most recent demo session(s) for {USER} (newest first):")
         for s in page.sessions:

@@ -26,7 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
 from .config import Config
 from .dialects import EngineDialect, dialect_for
-from .errors import ConfigurationError, ConnectionFailedError, driver_error_code
+from .embedded_dir import check_directory
+from .errors import ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
 
 __all__ = ["Database", "EmbeddedSeekdb"]
 
@@ -80,8 +81,12 @@ class EmbeddedSeekdb:
     _restart_locks: dict[Path, threading.Lock] = {}
 
     @classmethod
-    async def acquire(cls, db_dir: Path) -> dict[str, Any]:
-        """Starts (or reuses) seekdb for ``db_dir``; returns pymysql-style connection options."""
+    async def acquire(cls, db_dir: Path, *, create: bool = True) -> dict[str, Any]:
+        """Starts (or reuses) seekdb for ``db_dir``; returns pymysql-style connection options.
+
+        ``create=False`` refuses (``DatabaseNotFoundError``) a directory that
+        holds no seekdb database instead of creating one there.
+        """
         db_dir = db_dir.resolve()
         with cls._lock:
             entry = cls._instances.get(db_dir)
@@ -97,11 +102,14 @@ class EmbeddedSeekdb:
                 "pip install 'adk-oceanbase[embedded]'); elsewhere use oceanbase://user:pw@host:2881/db "
                 "or mysql+aiomysql://user:pw@host:3306/db"
             ) from exc
+        check_directory(db_dir, create=create)
         db_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
             inst, pid = await asyncio.to_thread(_open, db_dir)
         except Exception as exc:
-            raise ConnectionFailedError(f"could not start embedded seekdb in {db_dir}: {exc}") from exc
+            raise ConnectionFailedError(
+                f"could not start embedded seekdb in {db_dir}: {exc} (its log is in {db_dir / 'log'})"
+            ) from exc
         with cls._lock:
             entry = cls._instances.get(db_dir)
             if entry is not None:  # lost a race: another task opened it meanwhile
@@ -252,10 +260,15 @@ class Database:
     Args:
         config: where to connect; ignored for connecting when ``engine`` is given.
         engine: a ready ``AsyncEngine`` (aiomysql) owned by the caller.
+        create: whether :meth:`start` may create a missing database (an
+            embedded directory, or the server's database).  ``False`` for the
+            CLI's reading and maintenance commands, where a missing database
+            is a mistyped URL: :class:`DatabaseNotFoundError`, nothing created.
     """
 
-    def __init__(self, config: Config | None = None, *, engine: AsyncEngine | None = None):
+    def __init__(self, config: Config | None = None, *, engine: AsyncEngine | None = None, create: bool = True):
         self.config = config or Config.from_env()
+        self.create = create
         self._engine = engine
         self._owns_engine = engine is None
         self._dialect: EngineDialect | None = None
@@ -323,13 +336,19 @@ class Database:
         if cfg.flavor == "seekdb":
             if cfg.db_dir is None:
                 raise ConfigurationError("seekdb flavor needs db_dir")
-            opts = await EmbeddedSeekdb.acquire(cfg.db_dir)
+            opts = await EmbeddedSeekdb.acquire(cfg.db_dir, create=self.create)
             self._seekdb_dir = cfg.db_dir
             connect = {"unix_socket": opts["unix_socket"], "user": opts.get("user", "root")}
         else:
             connect = {"host": cfg.host, "port": cfg.port, "user": cfg.user, "password": cfg.password or ""}
         try:
-            await _ensure_database(connect, cfg.database)
+            await _ensure_database(connect, cfg.database, create=self.create)
+        except DatabaseNotFoundError as exc:
+            await self._abort_start()
+            raise DatabaseNotFoundError(
+                f"no database at {cfg.redacted_url()} (nothing was created); check the URL, or create it with: "
+                "adk-oceanbase db upgrade --url URL"
+            ) from exc
         except Exception as exc:
             await self._abort_start()
             raise ConnectionFailedError(
@@ -487,8 +506,8 @@ def _safe_reason(exc: BaseException) -> str:
 _UNKNOWN_DATABASE = 1049
 
 
-async def _ensure_database(connect: dict[str, Any], database: str) -> None:
-    """Creates ``database`` when it is missing; tolerates lacking the privilege if it exists.
+async def _ensure_database(connect: dict[str, Any], database: str, *, create: bool = True) -> None:
+    """Creates ``database`` when it is missing (unless ``create`` is false); tolerates lacking the privilege if it exists.
 
     Returns once the database can be used.  When several processes create it at
     once, OceanBase answers the losers "database exists" before the winner's
@@ -504,6 +523,8 @@ async def _ensure_database(connect: dict[str, Any], database: str) -> None:
             # exact match: in SHOW DATABASES LIKE, the name's "_" is a wildcard
             await cur.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (database,))
             if await cur.fetchone() is None:
+                if not create:
+                    raise DatabaseNotFoundError(f"no database `{database}` on the server (nothing was created)")
                 await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
             for attempt in range(100):
                 try:

@@ -21,6 +21,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailedError",
     "ConnectionLostError",
+    "DatabaseNotFoundError",
     "DeadlockError",
     "DuplicateKeyError",
     "EmbeddingModelMismatchError",
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidIdentifierError",
     "InvalidStateError",
     "InvalidTextError",
+    "InvalidValueError",
     "LockTimeoutError",
     "MemoryNotFoundError",
     "MemoryTooLongError",
@@ -56,6 +58,10 @@ class ConfigurationError(AdkOceanBaseError, ValueError):
     """A URL, option or environment variable is malformed or contradictory."""
 
 
+class DatabaseNotFoundError(ConfigurationError):
+    """A command that only reads or maintains found no database at the URL (a mistyped path); nothing was created."""
+
+
 class ConnectionFailedError(AdkOceanBaseError):
     """The database (or the embedded seekdb process) could not be reached or started."""
 
@@ -82,6 +88,14 @@ class InvalidStateError(ValidationError):
 
 class InvalidTextError(ValidationError):
     """Text UTF-8 cannot store: a lone surrogate such as ``"\\ud800"`` (a bad decode, half an emoji)."""
+
+
+class InvalidValueError(ValidationError):
+    """A value stored as JSON would not load back as itself (a set, tuple, bytes, NaN, over 200 levels deep); nothing written.
+
+    For ``custom_metadata`` of events and memories; state values raise
+    :class:`InvalidStateError` for the same reasons.
+    """
 
 
 class EventTooLargeError(ValidationError):

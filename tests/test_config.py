@@ -159,5 +159,7 @@ def test_adk_options_reach_our_services_through_adks_own_factory(tmp_path):
     assert (svc.config.pool_size, svc.config.query_timeout_s, svc._overlap) == (2, 7.0, 3)
     mem = create_memory_service_from_options(base_dir=tmp_path, memory_service_uri=url)
     assert isinstance(mem, OceanBaseMemoryService) and mem.config.db_dir == tmp_path / "db"
-    with pytest.raises(ConfigurationError, match="'echo'"):
-        create_session_service_from_options(base_dir=tmp_path, session_service_uri=url, session_db_kwargs={"echo": True})
+    with pytest.raises(ConfigurationError, match="'isolation_level'"):  # echo, pool_pre_ping: tests/test_adk_services.py
+        create_session_service_from_options(
+            base_dir=tmp_path, session_service_uri=url, session_db_kwargs={"isolation_level": "SERIALIZABLE"}
+        )

@@ -31,3 +31,18 @@ def test_embedded_engine_is_linux_only_and_torch_is_not_pinned():
     torch = [d for d in PROJECT["project"]["optional-dependencies"]["embeddings"] if d.startswith("torch")]
     assert torch and "==" not in torch[0]
     assert "pip install -q torch==2.13.0" in (ROOT / "scripts" / "test.sh").read_text()  # the CPU wheel, in the script
+
+
+def test_project_urls_point_at_the_code_and_the_issues():
+    urls = PROJECT["project"]["urls"]
+    assert {"Homepage", "Repository", "Issues"} <= set(urls)
+    assert all(u.startswith("https://") for u in urls.values())
+
+
+def test_classifiers_say_where_the_embedded_engine_runs():
+    """The embedded default (pylibseekdb) has Linux wheels only: "OS Independent" promised more than the package gives."""
+    classifiers = PROJECT["project"]["classifiers"]
+    assert "Operating System :: OS Independent" not in classifiers
+    assert "Operating System :: POSIX :: Linux" in classifiers
+    readme = (ROOT / "README.md").read_text()
+    assert "Linux wheels only" in readme and "oceanbase://" in readme

@@ -9,6 +9,8 @@ Known divergences (each asserted below as a strict xfail on the side that differ
   them with ``InvalidIdentifierError`` (an explicit empty key is a caller bug).
 * Two *different* events sharing one id: in-memory keeps both; ours stores the
   first (event ids are unique per session in our schema).
+* Tied event timestamps: in-memory and ours keep append order; ADK's
+  ``DatabaseSessionService`` sorts ties by event id (asserted on it below).
 """
 
 from __future__ import annotations
@@ -262,3 +264,36 @@ async def test_concurrent_appends_in_one_process(svc):
     await asyncio.gather(*(writer(i) for i in range(20)))
     got = await svc.get_session(app_name=APP, user_id="u1", session_id=s.id)
     assert sorted(e.content.parts[0].text for e in got.events) == sorted(f"w{i}" for i in range(20))
+
+
+async def test_tied_timestamps_reload_in_append_order(svc):
+    """Events sharing one timestamp come back in the order they were appended, as ADK's in-memory service does.
+
+    ADK's ``DatabaseSessionService`` breaks such ties by event id instead (the
+    next test); ours keeps the append order (README, "Differences from ADK's own
+    services"): compaction ranges, replay and the stale check follow it.
+    """
+    s = await svc.create_session(app_name=APP, user_id="u1")
+    for name in ("c", "a", "b"):
+        await svc.append_event(s, text_event(name, ts=1_800_000_000.0, id=f"ev-{name}"))
+    got = await svc.get_session(app_name=APP, user_id="u1", session_id=s.id)
+    assert [e.id for e in got.events] == ["ev-c", "ev-a", "ev-b"]
+    recent = await svc.get_session(
+        app_name=APP, user_id="u1", session_id=s.id, config=GetSessionConfig(num_recent_events=2)
+    )
+    assert [e.id for e in recent.events] == ["ev-a", "ev-b"]
+
+
+async def test_adks_database_service_orders_tied_timestamps_by_id(tmp_path):
+    """The divergence above, on ADK's own DatabaseSessionService (SQLite): if ADK changes, this says so."""
+    from google.adk.sessions.database_session_service import DatabaseSessionService
+
+    adk = DatabaseSessionService(f"sqlite+aiosqlite:///{tmp_path}/adk.db")
+    try:
+        s = await adk.create_session(app_name=APP, user_id="u1")
+        for name in ("c", "a", "b"):
+            await adk.append_event(s, text_event(name, ts=1_800_000_000.0, id=f"ev-{name}"))
+        got = await adk.get_session(app_name=APP, user_id="u1", session_id=s.id)
+        assert [e.id for e in got.events] == ["ev-a", "ev-b", "ev-c"]
+    finally:
+        await adk.close()

@@ -14,7 +14,8 @@ import math
 from datetime import datetime, timezone
 from typing import Any, Mapping
 
-from ..errors import ValidationError
+from ..errors import InvalidValueError, ValidationError
+from ..jsonvalues import check_json
 from ..sessions.codec import check_text, check_timestamp
 from .search_sql import SearchFilters
 from .settings import ScoreWeights
@@ -126,10 +127,8 @@ def check_topics(value: Any, kind: str = "topics") -> list[str]:
 def check_metadata(value: Mapping[str, Any]) -> dict[str, Any]:
     """``custom_metadata`` as stored: a JSON object of text UTF-8 can store."""
     meta = dict(value)
-    try:
-        raw = json.dumps(meta, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"custom_metadata must be JSON (str keys; no sets, bytes, dates or NaN): {exc}") from exc
+    check_json("custom_metadata", meta, InvalidValueError)  # a tuple would load back as a list; depth bounded
+    raw = json.dumps(meta, ensure_ascii=False)
     check_text("custom_metadata", raw, ValidationError)
     return meta
 

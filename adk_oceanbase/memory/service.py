@@ -24,7 +24,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
-from .._lifecycle import DatabaseService
+from .._lifecycle import DatabaseService, adk_uri
 from ..audit import AuditEntry, AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
@@ -101,6 +101,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
+        uri: ``url`` by the name ADK's ``services.yaml`` route passes it; give one of the two.
+        agents_dir: passed by ADK's ``services.yaml`` route; not used.
 
     Example:
         >>> import asyncio
@@ -126,8 +128,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         auto_setup: bool = True,
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
+        uri: str | None = None,
+        agents_dir: str | None = None,
     ):
-        self._bind_database(url, config, database, engine, auto_setup)
+        self._bind_database(adk_uri(url, uri), config, database, engine, auto_setup)
         self._redaction = redaction
         self._auditor = Auditor(audit)
         self._embedder = embedder or default_embedder()
@@ -525,23 +529,29 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     @override
     @traced
     @audited(by_ids("memory_delete"))
-    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> None:
-        """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back."""
+    async def delete_memory(self, *, app_name: str, user_id: str, memory_id: str | None = None) -> bool:  # type: ignore[override]
+        """Erases a memory's content and vector; a tombstone keeps re-ingestion from bringing it back.
+
+        Returns whether a memory was erased (``False``: no such memory, or
+        deleted already), which ADK's ``None`` leaves unsaid; ``adk-oceanbase
+        memory delete`` exits 1 on it.
+        """
         if not memory_id:
-            return
+            return False
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         memory_id = check_id("memory_id", memory_id, max_len=64)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
 
-        async def delete(conn: AsyncConnection) -> None:
+        async def delete(conn: AsyncConnection) -> bool:
             deleted = await conn.execute(stmt, params)
             if deleted.rowcount:
                 await conn.execute(*postings.delete_postings(app, user, [memory_id]))
             if (audit := current_entry()) is not None:
                 audit.row_count = deleted.rowcount
                 await conn.execute(audit.insert())
+            return bool(deleted.rowcount)
 
-        await self._rerunnable_tx(delete)
+        return await self._rerunnable_tx(delete)
 
     # ----------------------------------------------------------- governance
     @audited(_opt_out_entry)

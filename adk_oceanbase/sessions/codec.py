@@ -25,9 +25,11 @@ from ..errors import (
     InvalidIdentifierError,
     InvalidStateError,
     InvalidTextError,
+    InvalidValueError,
     StateTooLargeError,
     ValidationError,
 )
+from ..jsonvalues import check_json
 from ..schema import ID_LEN, STATE_KEY_LEN
 from ..tokens import TokenCounter, event_text
 
@@ -128,32 +130,8 @@ def _encode_value(key: str, value: Any) -> str:
 
 
 def _check_json_native(key: str, value: Any) -> None:
-    """Raises ``InvalidStateError`` naming ``key`` unless ``value`` is JSON all the way down (iterative: no depth limit)."""
-    stack, seen = [value], set()
-    while stack:
-        v = stack.pop()
-        if v is None or isinstance(v, (str, bool, int)):
-            continue
-        if isinstance(v, float):
-            if not math.isfinite(v):
-                raise InvalidStateError(f"state value for key {key!r} holds {v!r}, which JSON cannot store")
-            continue
-        if isinstance(v, (list, dict)):
-            if id(v) in seen:
-                raise InvalidStateError(f"state value for key {key!r} contains itself")
-            seen.add(id(v))
-            if isinstance(v, list):
-                stack.extend(v)
-                continue
-            for k, item in v.items():
-                if not isinstance(k, str):
-                    raise InvalidStateError(f"state value for key {key!r} has a {type(k).__name__} dict key; JSON keys are strings")
-                stack.append(item)
-            continue
-        raise InvalidStateError(
-            f"state value for key {key!r} holds a {type(v).__name__}: state values must be JSON "
-            "(dict with str keys, list, str, int, finite float, bool, None)"
-        )
+    """Raises ``InvalidStateError`` naming ``key`` and the path in it unless ``value`` is JSON all the way down."""
+    check_json(f"state value for key {key!r}", value, InvalidStateError)
 
 
 def decode_value(raw: str) -> Any:
@@ -258,11 +236,14 @@ def encode_event(event: Event, *, counter: TokenCounter, max_bytes: int) -> tupl
         check_id("invocation_id", event.invocation_id, max_len=256)
     if event.actions is not None and event.actions.rewind_before_invocation_id:
         check_id("rewind_before_invocation_id", event.actions.rewind_before_invocation_id, max_len=256)
+    if event.custom_metadata:  # pydantic's JSON mode would store a set as a list and NaN as null
+        check_json(f"event {event.id} custom_metadata", event.custom_metadata, InvalidValueError)
     try:
         data = event.model_dump(exclude_none=True, mode="json")
         payload = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     except (PydanticSerializationError, TypeError, ValueError) as exc:
-        raise InvalidStateError(f"event {event.id} cannot be stored as JSON: {type(exc).__name__}") from exc
+        reason = str(exc).splitlines()[0] if str(exc) else ""
+        raise InvalidStateError(f"event {event.id} cannot be stored as JSON: {type(exc).__name__}: {reason}") from exc
     size = len(utf8(f"event {event.id}", payload))
     if size > max_bytes:
         raise EventTooLargeError(f"event {event.id} is {size} bytes of JSON; the limit is {max_bytes} (Config.max_event_bytes)")

@@ -24,7 +24,7 @@ from google.adk.sessions.session import Session
 import pymysql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from .._lifecycle import DatabaseService
+from .._lifecycle import DatabaseService, adk_uri
 from ..audit import RAW_INSERT_AUDIT, RAW_INSERT_AUDIT_IF_WRITTEN, AuditSettings, Auditor, audited, by_appended_event, by_ids, current_entry
 from ..rawtx import COMMIT, RawTransaction
 from ..config import Config
@@ -104,6 +104,9 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             event: what is stored is what the agent sees next. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` to write ``audit_log``
             rows (writes in their own transaction, reads sampled). Unset: off.
+        uri: ``url`` by the name ADK's ``services.yaml`` route passes it
+            (``cls(uri=..., agents_dir=...)``); give one of the two.
+        agents_dir: passed by ADK's ``services.yaml`` route; not used.
 
     Example:
         >>> import asyncio
@@ -131,8 +134,10 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         debug_archive: dbg.DebugArchiveSettings | None = None,
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
+        uri: str | None = None,
+        agents_dir: str | None = None,
     ):
-        self._bind_database(url, config, database, engine, auto_setup)
+        self._bind_database(adk_uri(url, uri), config, database, engine, auto_setup)
         self._counter = token_counter or EstimatingTokenCounter()
         self._overlap = max(0, int(compaction_overlap))
         self._compaction_policy = compaction_policy
