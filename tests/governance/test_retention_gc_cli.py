@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pymysql
 import pytest
 from sqlalchemy import text
 
@@ -18,11 +19,20 @@ from ..conftest import unique_db_name
 
 @pytest.fixture(params=["seekdb", "mariadb"])
 def urls(request) -> tuple[str, str]:
-    """A database that holds none of our tables, and a migrated one, on the same engine."""
+    """A database that exists but holds none of our tables, and a migrated one, on the same engine.
+
+    (A database that does not exist at all is a mistyped URL: ``DatabaseNotFoundError``, exit 1,
+    tested in ``test_cli_errors.py``.)
+    """
     if request.param == "seekdb":
-        return request.getfixturevalue("fresh_url"), request.getfixturevalue("migrated_url")
-    server = request.getfixturevalue("mariadb_server")
-    return server.url_for(unique_db_name("gc_empty")), request.getfixturevalue("mariadb_migrated_url")
+        empty, migrated = request.getfixturevalue("fresh_url"), request.getfixturevalue("migrated_url")
+        port = request.getfixturevalue("seekdb_server").port
+    else:
+        server = request.getfixturevalue("mariadb_server")
+        empty, migrated, port = server.url_for(unique_db_name("gc_empty")), request.getfixturevalue("mariadb_migrated_url"), server.port
+    with pymysql.connect(host="127.0.0.1", port=port, user="root", autocommit=True) as conn:
+        conn.cursor().execute(f"CREATE DATABASE IF NOT EXISTS {empty.rsplit('/', 1)[1]}")
+    return empty, migrated
 
 
 async def table_names(url: str) -> list[str]:
