@@ -368,13 +368,22 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     def _redacts(self, app: str) -> bool:
         return self._redaction is not None and self._redaction.active_for(app)
 
+    async def _redact(self, app: str, value: Any) -> Any:
+        redactor = self._redaction.redactor_for(app) if self._redaction is not None else None
+        return value if redactor is None else await redact_value(redactor, value)
+
     async def _redacted_drafts(self, app: str, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
-        """Drafts with content, topics and metadata redacted (one redactor call for the batch)."""
+        """Drafts with content, author, topics and metadata (keys too) redacted, in one redactor call.
+
+        The author is redacted with the content: it is embedded and indexed
+        with it (``extraction.embedding_text``), so it reaches ``search_text``
+        and ``memory_terms``.
+        """
         if not drafts or not self._redacts(app):
             return drafts
-        clean = await redact_value(self._redaction.redactor, [[d.content, d.topics, d.custom_metadata] for d in drafts])
-        for d, (content, topics, meta) in zip(drafts, clean):
-            d.content, d.topics, d.custom_metadata = content, topics, meta
+        clean = await self._redact(app, [[d.content, d.author, d.topics, d.custom_metadata] for d in drafts])
+        for d, (content, author, topics, meta) in zip(drafts, clean):
+            d.content, d.author, d.topics, d.custom_metadata = content, author, topics, meta
         return drafts
 
     async def _write(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> list[str]:
@@ -455,16 +464,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             if sid is not None:
                 sid = check_id("custom_metadata['session_id']", sid)
             given.append((entry, body, topics, meta, importance, confidence, sid))
+        authors = [entry.author for entry, *_ in given]
         if given and self._redacts(app):  # before the ids: a content-derived id must not hash the raw text
-            clean = await redact_value(self._redaction.redactor, [[body, topics, meta] for _, body, topics, meta, *_ in given])
-            given = [(g[0], body, topics, meta, *g[4:]) for g, (body, topics, meta) in zip(given, clean)]
+            clean = await self._redact(app, [[body, author, topics, meta] for (_, body, topics, meta, *_), author in zip(given, authors)])
+            given = [(g[0], body, topics, meta, *g[4:]) for g, (body, _, topics, meta) in zip(given, clean)]
+            authors = [author for _, author, _, _ in clean]
         drafts = []
-        for entry, body, topics, meta, importance, confidence, sid in given:
+        for (entry, body, topics, meta, importance, confidence, sid), author in zip(given, authors):
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
             check_id("memory id", mid, max_len=64)
             drafts.append(
                 MemoryDraft(
-                    memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
+                    memory_id=mid, content=body, author=author, created_at=_parse_ts(entry.timestamp),
                     session_id=sid, event_ids=[], extractor="manual",
                     topics=topics, importance=importance, custom_metadata=meta, confidence=confidence,
                 )
