@@ -47,7 +47,7 @@ _VERSION = _keywords(
 )
 _POSITIVE = _keywords(
     "phone|tel|telephone|mobile|cell|call|text|sms|whatsapp|wechat|fax|contact|reach|card|visa|mastercard|amex|"
-    "credit|debit|ip|host|server|address|addr|email|mail|id|手机|电话|联系|致电|微信|卡号|银行卡|信用卡|身份证|邮箱|地址|服务器"
+    "credit|debit|ip|host|server|address|addr|email|mail|手机|电话|联系|致电|微信|卡号|银行卡|信用卡|身份证|邮箱|地址|服务器"
 )
 _NOT_PII = re.compile(f"(?P<neg_id>{_ORDER}|{_SCORE})|(?P<neg_ip>{_VERSION})|(?P<pos>{_POSITIVE})", re.IGNORECASE)
 _WINDOW = 40
@@ -99,6 +99,36 @@ class Rule:
             yield m.span(self.group)
 
 
+_PASSWORD_PARTS = re.compile(
+    r"(?is).*?(?:password|passwd|passcode|pwd|passphrase|密码|口令)(\s*[:=]|\s+(?:is|was|=)\s+|\s*(?:是|为|為))\s*(.*)$"
+)
+
+
+def _password_ok(match: str) -> bool:
+    """After ":" or "=" anything is the password; after "is" / "是" only a value with a digit or a
+    symbol is ("the password is required" and "密码是必填项" are prose)."""
+    parts = _PASSWORD_PARTS.match(match)
+    if parts is None:
+        return False
+    separator, value = parts.groups()
+    if ":" in separator or "=" in separator:
+        return True
+    return any(c.isdigit() or not (c.isalnum() or c.isspace()) for c in value)
+
+
+_IPV6 = re.compile(r"(?<![A-Za-z0-9_])(?:[0-9A-Fa-f]{0,4}:){2,8}[0-9A-Fa-f]{0,4}(?![A-Za-z0-9_])")
+
+
+def _ipv6s(text: str) -> Iterator[tuple[int, int]]:
+    """IPv6 addresses; a colon glued on either side ("地址：2001:db8::1", NFKC makes "：" a colon) is not part of one."""
+    for m in _IPV6.finditer(text):
+        start, end = m.span()
+        for a, b in ((start, end), (start + 1, end), (start, end - 1), (start + 1, end - 1)):
+            if b - a > 2 and checks.ipv6_ok(text[a:b]) and not text[a:b].startswith(":::"):
+                yield a, b
+                break
+
+
 _IBAN = re.compile(r"(?<![A-Za-z0-9])([A-Z]{2})(\d{2})((?: ?[A-Z0-9]){11,30})")
 
 
@@ -114,7 +144,7 @@ def _ibans(text: str) -> Iterator[tuple[int, int]]:
                 want -= 1
             end += 1
         compact = (m.group(1) + m.group(2) + text[m.start(3) : end]).replace(" ", "")
-        if want == 0 and (end == len(text) or not text[end].isalnum()) and checks.iban_ok(compact):
+        if want == 0 and (end == len(text) or not (text[end].isascii() and text[end].isalnum())) and checks.iban_ok(compact):
             yield m.start(), end
 
 
@@ -141,25 +171,26 @@ BUILTIN_RULES: tuple[Rule, ...] = (
         check=lambda s: any(c.isdigit() for c in s),
     ),
     Rule("TOKEN", re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{8,}")),
-    Rule("TOKEN", re.compile(r"(?i:\bbearer)\s+([A-Za-z0-9._~+/=-]{16,})"), group=1),
+    Rule("TOKEN", re.compile(r"(?i:(?<![a-z])bearer)\s+([A-Za-z0-9._~+/=-]{16,})"), group=1),
     Rule(
         "PASSWORD",
         re.compile(
             r"(?i:(?<![a-z])(?:password|passwd|passcode|pwd|passphrase)(?![a-z])|密码|口令)"
             r"(?:\s*[:=]|\s+(?i:is|was|=)\s+|\s*(?:是|为|為))\s*([^\s,;。]+?)(?=[.)]?(?:\s|$|[,;。]))"
         ),
+        check=_password_ok,
         group=1,
     ),
     Rule("IBAN", finder=_ibans),
     Rule("ID_CARD", re.compile(_D + r"[1-9](?:" + _S + r"\d){16}" + _S + r"[\dXx]" + _E), checks.prc_id_ok, digits_only=True),
     Rule("ID_CARD", re.compile(_D + r"[1-9](?:" + _S + r"\d){14}" + _E), checks.legacy_id_ok, digits_only=True, context="neg_id"),
     Rule("BANK_CARD", re.compile(_D + r"[2-6](?:" + _S + r"\d){12,18}" + _E), checks.card_ok, digits_only=True, context="neg_id"),
-    Rule("IP", re.compile(r"(?<![\w.])\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![\w]|\.\d)"), checks.ipv4_ok, context="neg_ip"),
-    Rule("IP", re.compile(r"(?<![\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\w:])"), checks.ipv6_ok),
+    Rule("IP", re.compile(r"(?<![A-Za-z0-9_.])\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}(?![A-Za-z0-9_]|\.\d)"), checks.ipv4_ok, context="neg_ip"),
+    Rule("IP", finder=_ipv6s),
     # +CC then more digits in groups: +86 138 0013 8000, +1 (415) 555-0132, +44 20 7946 0958
     Rule(
         "PHONE",
-        re.compile(r"(?<![\w+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,6}" + _E),
+        re.compile(r"(?<![A-Za-z0-9_+])\+\d{1,3}(?:[ .-]?\(?\d{1,4}\)?){2,6}" + _E),
         checks.intl_phone_ok, digits_only=True, context="neg_id",
     ),
     # mainland-China mobile, optionally with 86 / 0086: 13800138000, 138 0013 8000, 1391 2340 017, 8613912340006
@@ -167,14 +198,14 @@ BUILTIN_RULES: tuple[Rule, ...] = (
     # North-American: (415) 555-0132, 415-555-0132, 415 555 0199, 4155550198, 1-415-555-0132
     Rule(
         "PHONE",
-        re.compile(r"(?<![\w(+.-])(?:1" + _S + r")?(?:\(\d{3}\) ?|\d{3}" + _S + r")\d{3}" + _S + r"\d{4}" + _E),
+        re.compile(r"(?<![A-Za-z0-9_+.-])(?:1" + _S + r")?(?:\(\d{3}\) ?|\d{3}" + _S + r")\d{3}" + _S + r"\d{4}" + _E),
         checks.nanp_ok, digits_only=True, context="neg_id",
     ),
     # Chinese landlines: 010-12345678, (0755) 2345 6789, 021 6234 5678
     Rule(
         "PHONE",
-        re.compile(_D + r"(?:\(0(?:10|2\d|[3-9]\d\d)\)|0(?:10|2\d|[3-9]\d\d))" + _S + r"[2-8]\d{2,3}" + _S + r"\d{4}" + _E),
-        context="neg_id",
+        re.compile(_D + r"(?:\(0(?:10|2\d|[3-9]\d\d)\)|0(?:10|2\d|[3-9]\d\d))" + _S + r"[2-8]\d{2,3}" + _S + r"\d{3,4}" + _E),
+        lambda digits: 10 <= len(digits) <= 12, digits_only=True, context="neg_id",
     ),
 )
 """The default rule set, in the order overlapping findings are resolved (earlier wins a tie)."""
