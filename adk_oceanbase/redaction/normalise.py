@@ -76,6 +76,17 @@ def normalise(text: str) -> Normalised:
     """``text`` as the rules read it; ASCII text is returned as is (no per-character work)."""
     if text.isascii():
         return Normalised(text, None, None)
+    # Most non-ASCII text maps one character to one (CJK stays, "，" becomes ","): one translate, same offsets.
+    table = {}
+    for c in set(text):
+        if not c.isascii():
+            out = _map_char(c)
+            if len(out) != 1:
+                break
+            if out != c:
+                table[ord(c)] = out
+    else:
+        return Normalised(text.translate(table) if table else text, None, None)
     pieces: list[str] = []
     starts: list[int] = []
     ends: list[int] = []

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from .normalise import normalise
-from .rules import BUILTIN_RULES, TRIGGER, Rule
+from .rules import BUILTIN_RULES, Rule, triggered
 
 __all__ = ["PLACEHOLDER", "RedactionPolicy", "Redactor", "RuleRedactor"]
 
@@ -116,11 +116,11 @@ class RuleRedactor(Redactor):
 
     def find(self, text: str) -> list[tuple[int, int, str]]:
         """``(start, end, label)`` of each finding in ``text`` (original offsets), sorted, overlaps merged."""
-        if not text:
+        if not text or (not self._always and not triggered(text)):
             return []
         norm = normalise(text)
         spans: list[tuple[int, int, str]] = []
-        rules = self._always + self._triggered if TRIGGER.search(norm.text) else self._always
+        rules = self._always + self._triggered if triggered(norm.text) else self._always
         for rule in rules:
             for start, end in rule.find(norm.text):
                 if end > start:

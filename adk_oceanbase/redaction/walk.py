@@ -55,16 +55,33 @@ _SECRET_KEY = re.compile(
     r"private[_-]?key|auth[_-]?token|access[_-]?token|refresh[_-]?token|token|credentials?)$|密码|口令"
 )
 _TEXT_MIME = re.compile(r"^(?:text/|application/(?:json|xml|csv|x-ndjson|yaml|javascript))")
+_NOTHING_TO_SEE = frozenset({bool, float})
+_CONTAINERS = frozenset({dict, list, str, set})
 _KEEP = (bool, float, type(None), Enum, datetime, date, time, Decimal, UUID)
-_free_fields: dict[type, frozenset[str]] = {}
 
 
-def _free(model: type[BaseModel]) -> frozenset[str]:
-    """The model's fields typed ``Any`` somewhere (free-form: keys and integers are data there)."""
-    got = _free_fields.get(model)
+_SKIP, _FREE, _TYPED, _PARTS, _DATA = range(5)
+_plans: dict[type, dict[str, int]] = {}
+
+
+def _plan(model: type[BaseModel]) -> dict[str, int]:
+    """How each field of ``model`` is walked: skipped (structural), free-form (typed ``Any``: keys and
+    integers are data there), typed, a list of parts, or a blob's bytes.  Computed once per class."""
+    got = _plans.get(model)
     if got is None:
-        got = frozenset(n for n, f in model.model_fields.items() if "Any" in str(f.annotation))
-        _free_fields[model] = got
+        fields = model.model_fields
+        blob = "data" in fields and "mime_type" in fields
+        got = {}
+        for name, f in fields.items():
+            if name in STRUCTURAL_FIELDS:
+                got[name] = _SKIP
+            elif blob and name == "data":
+                got[name] = _DATA
+            elif name == "parts" and "Part" in str(f.annotation):
+                got[name] = _PARTS
+            else:
+                got[name] = _FREE if "Any" in str(f.annotation) else _TYPED
+        _plans[model] = got
     return got
 
 
@@ -128,27 +145,25 @@ class _Walk:
 
     # ---------------------------------------------------------------- typed models
     def model(self, m: BaseModel, skip: str | None = None) -> BaseModel:
-        cls = type(m)
-        free = _free(cls)
+        plan = _plan(type(m))
         changes: dict[str, Any] = {}
-        blob = "data" in cls.model_fields and "mime_type" in cls.model_fields
-        for name in cls.model_fields:
-            if name in STRUCTURAL_FIELDS or name == skip:
+        for name, value in m.__dict__.items():  # field values (pydantic v2 keeps them in __dict__)
+            if value is None or name == skip or type(value) in _NOTHING_TO_SEE or (type(value) in _CONTAINERS and not value):
                 continue
-            value = getattr(m, name)
-            if value is None:
+            kind = plan.get(name, _SKIP)
+            if kind == _SKIP or (kind == _TYPED and (type(value) is int or isinstance(value, Enum))):
                 continue
-            if blob and name == "data":
-                new = self.blob(m, value)
-            elif name == "parts" and isinstance(value, list) and value and isinstance(value[0], BaseModel):
-                new = self.parts(value)
-            elif name in free:
+            if kind == _FREE:
                 new = self.free(value)
-            else:
+            elif kind == _TYPED:
                 new = self.typed(value)
+            elif kind == _PARTS:
+                new = self.parts(value)
+            else:
+                new = self.blob(m, value)
             if self.rebuilding and new is not value and new != value:
                 changes[name] = new
-        if blob and "data" in changes and changes["data"] == _BLOB:
+        if changes.get("data") == _BLOB and plan.get("data") == _DATA:
             changes["mime_type"] = "text/plain"
         return m.model_copy(update=changes) if changes else m
 
