@@ -57,12 +57,14 @@ def _progress(message: str) -> Progress:
 
 
 @asynccontextmanager
-async def _open(args: argparse.Namespace, *, memory: bool = False, background: bool = False) -> AsyncIterator[Any]:
+async def _open(
+    args: argparse.Namespace, *, memory: bool = False, background: bool = False, redaction: Any = None
+) -> AsyncIterator[Any]:
     """One :class:`Database` shared by the session (and memory) service; everything closed afterwards."""
     from .sessions import OceanBaseSessionService
 
     db = Database(Config.from_url(args.url) if args.url else Config.from_env())
-    sessions = OceanBaseSessionService(database=db)
+    sessions = OceanBaseSessionService(database=db, redaction=redaction)
     mem = None
     if memory:
         from .memory import MemorySettings, OceanBaseMemoryService
@@ -301,8 +303,9 @@ def _confirm(args: argparse.Namespace) -> bool:
 # ---------------------------------------------------------------- import, gc
 async def _import_adk(args: argparse.Namespace) -> int:
     from .importer import import_adk
+    from .redaction import RedactionPolicy
 
-    async with _open(args) as (target, _):
+    async with _open(args, redaction=RedactionPolicy() if args.redact else None) as (target, _):
         with _progress("importing sessions") as bar:
             task = bar.add_task("import", total=None)
 

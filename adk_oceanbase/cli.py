@@ -107,6 +107,8 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL",
                      help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--app", help="import only this app")
+    imp.add_argument("--redact", action="store_true",
+                     help="redact state and events with the built-in rules as they are imported (RedactionPolicy())")
 
     gc = cmd(sub, "gc", "delete sessions and memories older than their TTL, in bounded batches; governance.sweep()")
     gc.add_argument("--app", action="append", help="only this app (repeatable; default: every app)")
