@@ -49,6 +49,8 @@ def _map_char(c: str) -> str:
         out = ""
     else:
         out = "".join(_SEPARATORS.get(x, _CONFUSABLE.get(x, x)) for x in unicodedata.normalize("NFKC", c))
+        # Other scripts' digits (Arabic-Indic ١٣٨, Devanagari १३८): the index keeps them as word characters.
+        out = "".join(str(unicodedata.decimal(x)) if not x.isascii() and unicodedata.decimal(x, None) is not None else x for x in out)
         out = "".join(" " if x.isspace() else x for x in out)
     if len(_cache) < 65536:
         _cache[c] = out

@@ -42,6 +42,7 @@ FOUND = [
     ("手机8613912340006", "手机[REDACTED:PHONE]"),
     ("手机 +86 139 1234 0006", "手机 [REDACTED:PHONE]"),
     ("手机１３８００１３８０００谢谢", "手机[REDACTED:PHONE]谢谢"),
+    ("mobile ١٣٨٠٠١٣٨٠٠٠ ok", "mobile [REDACTED:PHONE] ok"),  # Arabic-Indic digits
     ("call 415 555 0199 or 4155550198", "call [REDACTED:PHONE] or [REDACTED:PHONE]"),
     ("card 4012.8888.8888.1881", "card [REDACTED:BANK_CARD]"),
     ("amex 3782 822463 10005", "amex [REDACTED:BANK_CARD]"),
