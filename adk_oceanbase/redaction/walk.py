@@ -118,6 +118,8 @@ class _Walk:
         if isinstance(v, _KEEP):
             return v
         if isinstance(v, int):
+            if v.bit_length() > 128:  # 39+ digits: no rule's number, and str() refuses 4,300+ digits
+                return v
             digits = str(v)
             out = self.text(digits)
             return v if out == digits else out
