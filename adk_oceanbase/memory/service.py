@@ -82,9 +82,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         auto_setup: create the schema on first use when it is missing.
         redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the apps
             it covers, memory content (added, ingested turns, LLM-extracted facts),
-            topics and metadata are redacted before they are written, so the
-            stored content, its ``search_text`` and its embedding all derive from
-            the redacted text. Unset: off.
+            authors, topics and metadata (keys and values) are redacted before
+            they are written, so the stored content, its ``search_text``, its
+            ``memory_terms`` and its embedding all derive from the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
 

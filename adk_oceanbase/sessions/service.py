@@ -97,9 +97,10 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             discards, per session in a bounded FIFO (:meth:`debug_entries`,
             :meth:`export_debug_jsonl`); off when ``None`` (the default).
         redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the
-            apps it covers, state values and every appended event (text, tool
-            calls and responses, state delta, compaction summary) are redacted
-            before the transaction starts, the stored rows carry
+            apps it covers, state (keys and values) and every appended event
+            (all of it but ids, names and other structural fields, see
+            :mod:`adk_oceanbase.redaction.walk`; the debug archive's ``temp:``
+            entries too) are redacted before the transaction starts, the stored rows carry
             ``redacted = 1``, and the caller's session receives the redacted
             event: what is stored is what the agent sees next. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` to write ``audit_log``
