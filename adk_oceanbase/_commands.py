@@ -70,7 +70,8 @@ def _database(args: argparse.Namespace, *, create: bool = False) -> Database:
 
 @asynccontextmanager
 async def _open(
-    args: argparse.Namespace, *, memory: bool = False, background: bool = False, create: bool = False
+    args: argparse.Namespace, *, memory: bool = False, background: bool = False, create: bool = False,
+    redaction: Any = None,
 ) -> AsyncIterator[Any]:
     """One :class:`Database` shared by the session (and memory) service; everything closed afterwards."""
     from .sessions import OceanBaseSessionService
@@ -79,7 +80,7 @@ async def _open(
 
     db = _database(args, create=create)
     audit = audit_settings(args)  # --audit / ADK_OCEANBASE_AUDIT, on the commands that take it
-    sessions = OceanBaseSessionService(database=db, audit=audit)
+    sessions = OceanBaseSessionService(database=db, audit=audit, redaction=redaction)
     mem = None
     if memory:
         from .memory import MemorySettings, OceanBaseMemoryService
@@ -337,8 +338,10 @@ def _confirm(args: argparse.Namespace) -> bool:
 # ---------------------------------------------------------------- import, gc
 async def _import_adk(args: argparse.Namespace) -> int:
     from .importer import import_adk
+    from .redaction import RedactionPolicy
 
-    async with _open(args, create=True) as (target, _):  # importing into a new database is a way to start one
+    # importing into a new database is a way to start one
+    async with _open(args, create=True, redaction=RedactionPolicy() if args.redact else None) as (target, _):
         with _progress("importing sessions") as bar:
             task = bar.add_task("import", total=None)
 

@@ -114,6 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("--from", dest="source", required=True, metavar="ADK_URL",
                      help="ADK's database URL, e.g. sqlite+aiosqlite:///sessions.db")
     imp.add_argument("--app", help="import only this app")
+    imp.add_argument("--redact", action="store_true",
+                     help="redact state and events with the built-in rules as they are imported (RedactionPolicy())")
 
     init = cmd(sub, "adk-init", "write AGENTS_DIR/services.py so `adk web` / `adk api_server` know seekdb:// and oceanbase://")
     init.add_argument("agents_dir", metavar="AGENTS_DIR", help="the agents directory you pass to adk web / adk api_server")

@@ -120,5 +120,6 @@ async def test_a_custom_redactor_gets_one_batch_per_event():
     ev = Event(author="u", content=types.Content(role="user", parts=[types.Part(text="a"), types.Part(text="b")]),
                actions=EventActions(state_delta={"k": "c"}))
     out = await redact_event(Upper(), ev)
-    assert [p.text for p in out.content.parts] == ["A", "B"] and out.actions.state_delta == {"k": "C"}
-    assert calls == [["a", "b", "c"]]
+    # state keys are data too: the redactor sees (and may rewrite) them
+    assert [p.text for p in out.content.parts] == ["A", "B"] and out.actions.state_delta == {"K": "C"}
+    assert calls == [["a", "b", "k", "c"]]

@@ -54,9 +54,11 @@ async def write_shared_state(
     The source's values win: an import copies ADK's current state.
     """
     app = codec.check_id("app_name", app_name)
+    app_state = await target.redact_state(app, app_state)
     wanted = [("", scope, key, raw) for scope, key, raw in codec.encode_state({codec.APP: app_state})]
     for user_id, state in user_states.items():
         user = codec.check_id("user_id", user_id)
+        state = await target.redact_state(app, state)
         wanted += [(user, scope, key, raw) for scope, key, raw in codec.encode_state({codec.USER: state})]
     if not wanted:
         return 0, 0
@@ -82,7 +84,13 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
     in the source's order.
     """
     app, user, sid = target._ids(src.app_name, src.user_id, src.session_id)
-    own_state = codec.encode_state({codec.SESSION: src.state})
+    # An import is a write like any other: a redacting app's state and events are redacted
+    # (before the transaction, as append_event does) and its event rows marked redacted = 1.
+    redacting = target.redacts(app)
+    events = src.events
+    if redacting:
+        events = [await target.redact_event(app, e) for e in src.events]
+    own_state = codec.encode_state({codec.SESSION: await target.redact_state(app, src.state)})
     when = codec.to_datetime(src.last_update_time)
     async with target._raw_tx() as tx:
         _, head = await tx.run(sq.lock_session(app, user, sid))
@@ -91,7 +99,7 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
         if head:
             held_ids = {r[0] for r in (await tx.run(iq.event_ids(app, user, sid)))[1]}
             held_state = dict((await tx.run(iq.session_state(app, user, sid)))[1])
-        missing = [e for e in src.events if e.id not in held_ids]
+        missing = [e for e in events if e.id not in held_ids]
         changed_state = [row for row in own_state if held_state.get(row[1]) != row[2]]
         if head and not missing and not changed_state:
             return SessionOutcome("skipped", 0, 0)
@@ -114,11 +122,11 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
                         "last_update_time": src.last_update_time,
                         "created_at": src.create_time,
                         "updated_at": when,
-                        "initial_state": _initial_state(own_state, src.events),
+                        "initial_state": _initial_state(own_state, events),
                     }
                 )
             )
-        await _insert_events(target, tx, app, user, sid, last_seq + 1, encoded, batch)
+        await _insert_events(target, tx, app, user, sid, last_seq + 1, encoded, batch, redacting)
         if changed_state:
             await tx.batch([(sq.RAW_UPSERT_STATE, target._state_rows(app, user, sid, changed_state, when))])
         if head and encoded:
@@ -176,6 +184,7 @@ async def _insert_events(
     seq: int,
     encoded: list[tuple[Event, str, int]],
     batch: int,
+    redacted: bool = False,
 ) -> None:
     """Multi-row inserts in ``seq`` order; a compaction or rewind event flushes and archives like an append."""
     chunk: list[dict[str, Any]] = []
@@ -188,7 +197,7 @@ async def _insert_events(
         chunk, size = [], 0
 
     for event, payload, tokens in encoded:
-        row = target._event_row(app, user, sid, event, payload, tokens, codec.to_datetime(event.timestamp))
+        row = target._event_row(app, user, sid, event, payload, tokens, codec.to_datetime(event.timestamp), redacted)
         chunk.append({**row, "seq": seq})
         size += len(payload)
         actions = event.actions

@@ -96,9 +96,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         auto_setup: create the schema on first use when it is missing.
         redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the apps
             it covers, memory content (added, ingested turns, LLM-extracted facts),
-            topics and metadata are redacted before they are written, so the
-            stored content, its ``search_text`` and its embedding all derive from
-            the redacted text. Unset: off.
+            authors, topics and metadata (keys and values) are redacted before
+            they are written, so the stored content, its ``search_text``, its
+            ``memory_terms`` and its embedding all derive from the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
         uri: ``url`` by the name ADK's ``services.yaml`` route passes it; give one of the two.
@@ -399,13 +399,22 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     def _redacts(self, app: str) -> bool:
         return self._redaction is not None and self._redaction.active_for(app)
 
+    async def _redact(self, app: str, value: Any) -> Any:
+        redactor = self._redaction.redactor_for(app) if self._redaction is not None else None
+        return value if redactor is None else await redact_value(redactor, value)
+
     async def _redacted_drafts(self, app: str, drafts: list[MemoryDraft]) -> list[MemoryDraft]:
-        """Drafts with content, topics and metadata redacted (one redactor call for the batch)."""
+        """Drafts with content, author, topics and metadata (keys too) redacted, in one redactor call.
+
+        The author is redacted with the content: it is embedded and indexed
+        with it (``extraction.embedding_text``), so it reaches ``search_text``
+        and ``memory_terms``.
+        """
         if not drafts or not self._redacts(app):
             return drafts
-        clean = await redact_value(self._redaction.redactor, [[d.content, d.topics, d.custom_metadata] for d in drafts])
-        for d, (content, topics, meta) in zip(drafts, clean):
-            d.content, d.topics, d.custom_metadata = content, topics, meta
+        clean = await self._redact(app, [[d.content, d.author, d.topics, d.custom_metadata] for d in drafts])
+        for d, (content, author, topics, meta) in zip(drafts, clean):
+            d.content, d.author, d.topics, d.custom_metadata = content, author, topics, meta
         return drafts
 
     async def _write(
@@ -510,16 +519,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 sid = check_id("custom_metadata['session_id']", sid)
             given.append((entry, body, topics, meta, importance, confidence, sid))
         start = await self._started(app, user)  # the call's moment: an erasure after it wins
+        authors = [entry.author for entry, *_ in given]
         if given and self._redacts(app):  # before the ids: a content-derived id must not hash the raw text
-            clean = await redact_value(self._redaction.redactor, [[body, topics, meta] for _, body, topics, meta, *_ in given])
-            given = [(g[0], body, topics, meta, *g[4:]) for g, (body, topics, meta) in zip(given, clean)]
+            clean = await self._redact(app, [[body, author, topics, meta] for (_, body, topics, meta, *_), author in zip(given, authors)])
+            given = [(g[0], body, topics, meta, *g[4:]) for g, (body, _, topics, meta) in zip(given, clean)]
+            authors = [author for _, author, _, _ in clean]
         drafts = []
-        for entry, body, topics, meta, importance, confidence, sid in given:
+        for (entry, body, topics, meta, importance, confidence, sid), author in zip(given, authors):
             mid = entry.id or memory_id_for(app, user, "manual", content_hash(body))
             check_id("memory id", mid, max_len=64)
             drafts.append(
                 MemoryDraft(
-                    memory_id=mid, content=body, author=entry.author, created_at=_parse_ts(entry.timestamp),
+                    memory_id=mid, content=body, author=author, created_at=_parse_ts(entry.timestamp),
                     session_id=sid, event_ids=[], extractor="manual",
                     topics=topics, importance=importance, custom_metadata=meta, confidence=confidence,
                 )

@@ -97,9 +97,10 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
             discards, per session in a bounded FIFO (:meth:`debug_entries`,
             :meth:`export_debug_jsonl`); off when ``None`` (the default).
         redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; for the
-            apps it covers, state values and every appended event (text, tool
-            calls and responses, state delta, compaction summary) are redacted
-            before the transaction starts, the stored rows carry
+            apps it covers, state (keys and values) and every appended event
+            (all of it but ids, names and other structural fields, see
+            :mod:`adk_oceanbase.redaction.walk`; the debug archive's ``temp:``
+            entries too) are redacted before the transaction starts, the stored rows carry
             ``redacted = 1``, and the caller's session receives the redacted
             event: what is stored is what the agent sees next. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` to write ``audit_log``
@@ -191,6 +192,25 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     def _redacts(self, app: str) -> bool:
         return self._redaction is not None and self._redaction.active_for(app)
 
+    # ---------------------------------------------------------------- redaction (also used by import-adk)
+    def redacts(self, app_name: str) -> bool:
+        """Whether the redaction policy covers ``app_name``: its rows are redacted and stored with ``redacted = 1``."""
+        return self._redacts(app_name)
+
+    async def redact_state(self, app_name: str, state: dict[str, Any]) -> dict[str, Any]:
+        """``state`` as this service would store it for ``app_name``: keys and values redacted (as is when off)."""
+        redactor = self._redaction.redactor_for(app_name) if self._redaction is not None else None
+        if redactor is None or not state:
+            return state
+        return await redact_value(redactor, state)
+
+    async def redact_event(self, app_name: str, event: Event) -> Event:
+        """``event`` as this service would store it for ``app_name`` (see :mod:`adk_oceanbase.redaction.walk`)."""
+        redactor = self._redaction.redactor_for(app_name) if self._redaction is not None else None
+        if redactor is None:
+            return event
+        return await redact_event(redactor, event, keep_binary=self._redaction.keep_binary)
+
     # ---------------------------------------------------------------- ADK API
     @traced
     @audited(by_ids("create_session"))
@@ -204,8 +224,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     ) -> Session:
         app, user, sid = self._ids(app_name, user_id, session_id)
         sid = sid or str(uuid.uuid4())
-        if state and self._redacts(app):
-            state = await redact_value(self._redaction.redactor, state)
+        state = await self.redact_state(app, state) if state else state
         encoded = codec.encode_state(codec.split_state(state))
         document = codec.state_document(encoded)
         codec.check_state_size(document, self.config.max_event_bytes)
@@ -482,21 +501,16 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         app, user, sid = self._ids(session.app_name, session.user_id, session.id)
         # Everything that can fail on input is computed before the transaction,
         # on a copy: neither the database nor the caller's objects change on error.
-        delta = dict(event.actions.state_delta) if event.actions and event.actions.state_delta else {}
+        # Redacted once, temp: keys included: the debug archive keeps the temp: values storage drops.
+        redacting = self._redacts(app)
+        debug_source = await self.redact_event(app, event) if redacting else event
+        changed = debug_source is not event
+        delta = dict(debug_source.actions.state_delta) if debug_source.actions and debug_source.actions.state_delta else {}
         persisted = {k: v for k, v in delta.items() if not k.startswith("temp:")}
-        stored_event = event
+        stored_event = debug_source
         if len(persisted) != len(delta):
-            actions = event.actions.model_copy(update={"state_delta": persisted})
-            stored_event = event.model_copy(update={"actions": actions})
-        redacting, changed, debug_source = self._redacts(app), False, event
-        if redacting:
-            clean = await redact_event(self._redaction.redactor, stored_event)
-            changed, stored_event = clean is not stored_event, clean
-            if changed and persisted:
-                persisted = dict(stored_event.actions.state_delta)
-            if self._debug_archive is not None:
-                # the archive keeps the temp: values storage drops: they are redacted too
-                debug_source = await redact_event(self._redaction.redactor, event)
+            actions = debug_source.actions.model_copy(update={"state_delta": persisted})
+            stored_event = debug_source.model_copy(update={"actions": actions})
         encoded_state = codec.encode_state(codec.split_state(persisted))
         payload, tokens = codec.encode_event(stored_event, counter=self._counter, max_bytes=self.config.max_event_bytes)
         when = codec.to_datetime(event.timestamp)
