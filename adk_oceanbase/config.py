@@ -68,6 +68,7 @@ TUNABLE_FIELDS: dict[str, float] = {
     "max_event_bytes": 1,
     "max_id_length": 1,
     "query_timeout_s": 0.001,
+    "setup_timeout_s": 0.001,
     "batch_statements": 0,
     "embedding_dim": 1,
 }
@@ -145,6 +146,13 @@ class Config:
     query_timeout_s: float = 60.0
     """Statement timeout: ``ob_query_timeout`` on OceanBase/seekdb (the server default is 10 s),
     ``max_statement_time`` on MariaDB, ``max_execution_time`` (SELECTs only) on MySQL."""
+
+    setup_timeout_s: float = 600.0
+    """The longest a setup (``setup()``, first use, ``db upgrade`` / ``stamp`` / ``downgrade``) may take,
+    waiting for another setup's schema lock included; past it, :class:`~adk_oceanbase.errors.SetupTimeoutError`
+    names what it waited for.  Setup sessions also get it as their server-side lock and DDL wait
+    (``ob_query_timeout``; ``lock_wait_timeout`` on MySQL/MariaDB, whose default is a year).
+    A new database is created in ~2-4 s; migrating 100k memories takes minutes."""
 
     batch_statements: bool = True
     """Send an append's statements (and a create's) in one packet as a multi-statement.
