@@ -47,15 +47,22 @@ __all__ = ["SetupDeadline", "alembic_turn", "schema_lock"]
 logger = logging.getLogger(__name__)
 
 _ROW = "migrate"
+_SESSION_ID = text("SELECT CONNECTION_ID()")
+_HAS_ROW = text(f"SELECT name FROM {LOCK_TABLE} WHERE name = :name")
 _INSERT_ROW = text(f"INSERT IGNORE INTO {LOCK_TABLE} (name) VALUES (:name)")
 _LOCK_ROW = text(f"SELECT name FROM {LOCK_TABLE} WHERE name = :name FOR UPDATE")
 
-_BEING_CREATED = {1050, 1146}  # table exists (a concurrent CREATE) / doesn't exist yet (not visible yet)
+_NO_TABLE = 1146
+_BEING_CREATED = {1050, _NO_TABLE}  # table exists (a concurrent CREATE) / doesn't exist yet (not visible yet)
 
 _ALEMBIC = threading.Lock()
 
 _KILL_WAIT_S = 10.0
 """How long the kill of a statement that overran the deadline may take (the server may be the stuck part)."""
+
+
+_SERVER_GRACE_S = 2.0
+"""The server-side timeouts of a setup session end this much after the deadline (a backstop if we are gone)."""
 
 
 class SetupDeadline:
@@ -101,20 +108,22 @@ class SetupDeadline:
         async with self.db.engine.connect() as conn:
             try:
                 async with self.bound(conn, "the database to answer"):
-                    for stmt in self.db.dialect.setup_statements(self.remaining()):
+                    # the server's own bound a little later than ours: ours kills and names the statement
+                    for stmt in self.db.dialect.setup_statements(self.remaining() + _SERVER_GRACE_S):
                         await conn.execute(text(stmt))
                 yield conn
             finally:
                 await conn.invalidate()
 
     @asynccontextmanager
-    async def bound(self, conn: AsyncConnection, waiting_for: str) -> AsyncIterator[None]:
+    async def bound(self, conn: AsyncConnection, waiting_for: str, *, name_statement: bool = True) -> AsyncIterator[None]:
         """Runs the body until the deadline; then kills ``conn``'s statement on the server and raises the error.
 
-        The error names the statement in flight (recorded as it is sent), else ``waiting_for``.
+        The error names the statement in flight (recorded as it is sent) when
+        ``name_statement``, else ``waiting_for``.
         """
-        raw = await conn.get_raw_connection()
-        thread_id = int(raw.driver_connection.server_thread_id[0])
+        # not the handshake's thread id: seekdb's differs from the session id KILL takes
+        thread_id = int((await conn.execute(_SESSION_ID)).scalar_one())
         in_flight: list[str] = []
 
         def record(_conn: Any, _cursor: Any, statement: str, *_args: Any) -> None:
@@ -131,7 +140,7 @@ class SetupDeadline:
                 raise
             await self._kill(thread_id)
             await conn.invalidate()
-            what = f"`{_one_line(in_flight[0])}`" if in_flight else waiting_for
+            what = f"`{_one_line(in_flight[0])}`" if in_flight and name_statement else waiting_for
             raise self.error(what) from exc
         finally:
             if event.contains(sync, "before_cursor_execute", record):
@@ -158,7 +167,8 @@ async def schema_lock(deadline: SetupDeadline) -> AsyncIterator[None]:
     db = deadline.db
     await _create_lock_row(deadline)
     async with deadline.connection() as conn:
-        async with deadline.bound(conn, "the setup lock"):
+        held = "the schema lock, held by another adk-oceanbase setup of this database"
+        async with deadline.bound(conn, held, name_statement=False):
             while True:
                 try:
                     await conn.execute(_LOCK_ROW, {"name": _ROW})
@@ -168,9 +178,7 @@ async def schema_lock(deadline: SetupDeadline) -> AsyncIterator[None]:
                     if not isinstance(translate_db_error(exc), LockTimeoutError):
                         raise
                     if deadline.remaining() <= 0:
-                        raise deadline.error(
-                            f"the schema lock, held by another adk-oceanbase setup of this database"
-                        ) from exc
+                        raise deadline.error(held) from exc
                     logger.info("waiting for another adk-oceanbase setup of %s to finish", db.config.redacted_url())
         try:
             yield
@@ -184,7 +192,16 @@ async def _create_lock_row(deadline: SetupDeadline) -> None:
     With several processes at it, OceanBase answers the losers' ``IF NOT
     EXISTS`` before the winner's table is visible to them (their INSERT then
     failed with 1146, 2 services in 4 on a fresh database): retried briefly.
+    The row is looked for first with a plain read: ``INSERT IGNORE`` of a
+    row another setup holds waits for that setup's lock.
     """
+    try:
+        async with deadline.db.engine.connect() as conn:
+            if (await conn.execute(_HAS_ROW, {"name": _ROW})).first() is not None:
+                return
+    except DBAPIError as exc:
+        if driver_error_code(exc) != _NO_TABLE:
+            raise
     for attempt in range(100):
         try:
             async with deadline.connection() as conn, deadline.bound(conn, "the setup lock table"):
