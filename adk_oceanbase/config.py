@@ -69,6 +69,7 @@ TUNABLE_FIELDS: dict[str, float] = {
     "max_id_length": 1,
     "query_timeout_s": 0.001,
     "setup_timeout_s": 0.001,
+    "seekdb_log_mb": 0,
     "batch_statements": 0,
     "embedding_dim": 1,
 }
@@ -153,6 +154,13 @@ class Config:
     names what it waited for.  Setup sessions also get it as their server-side lock and DDL wait
     (``ob_query_timeout``; ``lock_wait_timeout`` on MySQL/MariaDB, whose default is a year).
     A new database is created in ~2-4 s; migrating 100k memories takes minutes."""
+
+    seekdb_log_mb: int = 64
+    """Embedded seekdb only: its own log files (``DIR/log``) are kept under this many MB and at level WARN.
+
+    The engine's defaults (level EDIAG, two files of up to 256 MB) made a new directory's log
+    61 MB after one setup and up to ~550 MB with the store (issue #24; ``benchmarks/first_use.py``).
+    ``0`` leaves the engine's logging as it is (for debugging the engine itself)."""
 
     batch_statements: bool = True
     """Send an append's statements (and a create's) in one packet as a multi-statement.

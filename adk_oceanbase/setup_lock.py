@@ -151,9 +151,9 @@ class SetupDeadline:
         try:
             async with asyncio.timeout(_KILL_WAIT_S), self.db.engine.connect() as conn:
                 await conn.execute(text(f"KILL {thread_id}"))
-        except Exception:  # best effort: the server may be what is stuck; the deadline error says so
-            logger.warning("could not kill the setup statement of session %d after the deadline", thread_id,
-                           exc_info=True)
+        except Exception as exc:  # best effort: the server may be what is stuck; the deadline error says so
+            logger.warning("could not kill the setup statement of session %d after the deadline (%s)", thread_id,
+                           type(exc).__name__)
 
 
 def _one_line(statement: str, limit: int = 120) -> str:
