@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from adk_oceanbase import Config, OceanBaseSessionService
 from adk_oceanbase import migrations
@@ -91,8 +91,6 @@ async def test_a_new_database_is_created_in_one_step_and_stamped(engine, request
     """First use of a new database runs no revision: one CREATE per table, then the stamp."""
     server = request.getfixturevalue("seekdb_server" if engine == "seekdb" else "mariadb_server")
     db = Database(Config.from_url(server.url_for(unique_db_name("first"))))
-    from sqlalchemy import event
-
     statements: list[str] = []
     try:
         await db.start()
@@ -110,3 +108,30 @@ async def test_a_new_database_is_created_in_one_step_and_stamped(engine, request
         async with db.engine.begin() as conn:
             await conn.execute(text(f"DROP DATABASE IF EXISTS {db.config.database}"))
         await db.close()
+
+
+@pytest.mark.parametrize("engine", ["seekdb", "mariadb"])
+async def test_a_one_step_creation_that_died_half_way_is_finished_by_the_next_setup(engine, request):
+    """Some head tables and no recorded revision (DDL commits one statement at a time): the chain completes it."""
+    from adk_oceanbase import head_schema
+
+    server = request.getfixturevalue("seekdb_server" if engine == "seekdb" else "mariadb_server")
+    half = Database(Config.from_url(server.url_for(unique_db_name("half"))))
+    whole = Database(Config.from_url(server.url_for(unique_db_name("whole"))))
+    try:
+        await half.start()
+        async with half.engine.connect() as conn:
+            statements = head_schema.create_table_statements(half.dialect, conn.dialect, half.config.embedding_dim)
+            for stmt in statements[: len(statements) // 2]:
+                await conn.execute(text(stmt))
+        assert await migrations.current_revision(half) is None
+        assert await migrations.upgrade(half) == migrations.head_revision()
+        await migrations.upgrade(whole)
+        made, finished = await everything(whole), await everything(half)
+        for key in ("columns", "indexes", "views", "view_columns"):
+            assert finished[key] == made[key], key
+    finally:
+        for db in (half, whole):
+            async with db.engine.begin() as conn:
+                await conn.execute(text(f"DROP DATABASE IF EXISTS {db.config.database}"))
+            await db.close()
