@@ -68,6 +68,8 @@ TUNABLE_FIELDS: dict[str, float] = {
     "max_event_bytes": 1,
     "max_id_length": 1,
     "query_timeout_s": 0.001,
+    "setup_timeout_s": 0.001,
+    "seekdb_log_mb": 0,
     "batch_statements": 0,
     "embedding_dim": 1,
 }
@@ -145,6 +147,20 @@ class Config:
     query_timeout_s: float = 60.0
     """Statement timeout: ``ob_query_timeout`` on OceanBase/seekdb (the server default is 10 s),
     ``max_statement_time`` on MariaDB, ``max_execution_time`` (SELECTs only) on MySQL."""
+
+    setup_timeout_s: float = 600.0
+    """The longest a setup (``setup()``, first use, ``db upgrade`` / ``stamp`` / ``downgrade``) may take,
+    waiting for another setup's schema lock included; past it, :class:`~adk_oceanbase.errors.SetupTimeoutError`
+    names what it waited for.  Setup sessions also get it as their server-side lock and DDL wait
+    (``ob_query_timeout``; ``lock_wait_timeout`` on MySQL/MariaDB, whose default is a year).
+    A new database is created in ~2-4 s; migrating 100k memories takes minutes."""
+
+    seekdb_log_mb: int = 64
+    """Embedded seekdb only: its own log files (``DIR/log``) are kept under this many MB and at level WARN.
+
+    The engine's defaults (level EDIAG, two files of up to 256 MB) made a new directory's log
+    61 MB after one setup and up to ~550 MB with the store (issue #24; ``benchmarks/first_use.py``).
+    ``0`` leaves the engine's logging as it is (for debugging the engine itself)."""
 
     batch_statements: bool = True
     """Send an append's statements (and a create's) in one packet as a multi-statement.

@@ -30,6 +30,10 @@ class EngineDialect:
         """Statements run on every new connection. UTC always: ADK timestamps are UTC epochs."""
         return ["SET time_zone = '+00:00'"]
 
+    def setup_statements(self, timeout_s: float) -> list[str]:
+        """Statements bounding a setup connection's server-side waits to ``timeout_s`` (DDL, metadata locks)."""
+        return []
+
     # ---------------------------------------------------------------- vectors
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str | bytes:
@@ -54,6 +58,10 @@ class OceanBaseDialect(EngineDialect):
         us = int(query_timeout_s * 1_000_000)
         return [f"SET time_zone = '+00:00', ob_query_timeout = {us}"]
 
+    def setup_statements(self, timeout_s: float) -> list[str]:
+        # A DDL waits for the server's DDL service: ob_query_timeout bounds it where
+        # the server honours it (the hidden _ob_ddl_timeout, 1000 s, is cluster-wide).
+        return [f"SET ob_query_timeout = {max(1, int(timeout_s * 1_000_000))}"]
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str:
         arr = np.asarray(vec, dtype=np.float32)
@@ -90,6 +98,11 @@ class MySQLDialect(EngineDialect):
             return [f"SET time_zone = '+00:00', max_statement_time = {float(query_timeout_s):.6f}"]
         ms = max(1, int(query_timeout_s * 1000))
         return [f"SET time_zone = '+00:00', max_execution_time = {ms}"]
+
+    def setup_statements(self, timeout_s: float) -> list[str]:
+        # DDL waits for the metadata lock of every open transaction that touched the
+        # table, for lock_wait_timeout seconds: a year by default.
+        return [f"SET SESSION lock_wait_timeout = {max(1, int(timeout_s))}"]
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> bytes:
         return np.asarray(vec, dtype="<f4").tobytes()

@@ -15,7 +15,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 from urllib.parse import quote_plus
 
 import aiomysql
@@ -44,6 +44,8 @@ class _Child:
     refs: int = 1
     generation: int = 0
     """Bumped on every restart: pooled connections of an older generation are stale."""
+    log_mb: int = 0
+    """``Config.seekdb_log_mb`` of the service that started it (restarts trim the log alike)."""
 
     def running(self) -> bool:
         """Cheap liveness check (one ``waitpid`` syscall, no I/O); ``True`` when the pid is unknown.
@@ -81,11 +83,13 @@ class EmbeddedSeekdb:
     _restart_locks: dict[Path, threading.Lock] = {}
 
     @classmethod
-    async def acquire(cls, db_dir: Path, *, create: bool = True) -> dict[str, Any]:
+    async def acquire(cls, db_dir: Path, log_mb: int = 0, *, create: bool = True) -> dict[str, Any]:
         """Starts (or reuses) seekdb for ``db_dir``; returns pymysql-style connection options.
 
         ``create=False`` refuses (``DatabaseNotFoundError``) a directory that
         holds no seekdb database instead of creating one there.
+        ``log_mb`` (``Config.seekdb_log_mb``): a log file left by earlier runs past half of it is set
+        aside first, replacing the one set aside before, so the directory's log stays near that size.
         """
         db_dir = db_dir.resolve()
         with cls._lock:
@@ -105,7 +109,7 @@ class EmbeddedSeekdb:
         check_directory(db_dir, create=create)
         db_dir.parent.mkdir(parents=True, exist_ok=True)
         try:
-            inst, pid = await asyncio.to_thread(_open, db_dir)
+            inst, pid = await asyncio.to_thread(_open, db_dir, log_mb)
         except Exception as exc:
             raise ConnectionFailedError(
                 f"could not start embedded seekdb in {db_dir}: {exc} (its log is in {db_dir / 'log'})"
@@ -116,7 +120,7 @@ class EmbeddedSeekdb:
                 entry.refs += 1
                 inst.close()
                 return dict(entry.options)
-            cls._instances[db_dir] = _Child(inst, dict(inst.connection_options()), pid)
+            cls._instances[db_dir] = _Child(inst, dict(inst.connection_options()), pid, log_mb=log_mb)
         logger.info("started embedded seekdb in %s (pid %s)", db_dir, pid)
         return dict(inst.connection_options())
 
@@ -154,7 +158,7 @@ class EmbeddedSeekdb:
             except Exception:  # the process is gone; its handle may be too
                 logger.debug("closing the dead seekdb handle failed", exc_info=True)
             try:
-                inst, pid = _open(db_dir)
+                inst, pid = _open(db_dir, entry.log_mb)
             except Exception as exc:
                 raise ConnectionFailedError(
                     f"embedded seekdb in {db_dir} died and could not be restarted: {exc}; "
@@ -210,12 +214,30 @@ def _gone(entry: _Child, dying_s: float = 10.0) -> bool:
     return False
 
 
-def _open(db_dir: Path) -> tuple[Any, int | None]:
+def _open(db_dir: Path, log_mb: int = 0) -> tuple[Any, int | None]:
     """``pylibseekdb.open`` (blocking, ~1.5 s) and the pid of the child it started."""
     import pylibseekdb
 
+    if log_mb > 0:
+        _set_log_aside(db_dir / "log" / "seekdb.log", log_mb * 2**20 // 2)
+
     inst = pylibseekdb.open(str(db_dir))
     return inst, _child_pid(db_dir)
+
+
+def _set_log_aside(log: Path, limit: int) -> None:
+    """Renames a log past ``limit`` bytes to ``seekdb.log.previous`` (replacing it); seekdb starts a new one.
+
+    ``pylibseekdb.open`` takes no engine parameters, and a restart logs at the
+    engine's default level before ``syslog_level`` is read back: 34 MB per
+    restart of a small directory, measured (benchmarks/first_use.py).  A
+    rename is safe even if another process's seekdb still writes the file.
+    """
+    try:
+        if log.stat().st_size > limit:
+            os.replace(log, log.with_name(log.name + ".previous"))
+    except OSError:  # no log yet, or not ours to move: the engine's own rotation still applies
+        return
 
 
 def _child_pid(db_dir: Path) -> int | None:
@@ -336,13 +358,15 @@ class Database:
         if cfg.flavor == "seekdb":
             if cfg.db_dir is None:
                 raise ConfigurationError("seekdb flavor needs db_dir")
-            opts = await EmbeddedSeekdb.acquire(cfg.db_dir, create=self.create)
+            opts = await EmbeddedSeekdb.acquire(cfg.db_dir, cfg.seekdb_log_mb, create=self.create)
             self._seekdb_dir = cfg.db_dir
             connect = {"unix_socket": opts["unix_socket"], "user": opts.get("user", "root")}
+            first = _embedded_log_statements(cfg.seekdb_log_mb)
         else:
             connect = {"host": cfg.host, "port": cfg.port, "user": cfg.user, "password": cfg.password or ""}
+            first = []
         try:
-            await _ensure_database(connect, cfg.database, create=self.create)
+            await _ensure_database(connect, cfg.database, first, create=self.create)
         except DatabaseNotFoundError as exc:
             await self._abort_start()
             raise DatabaseNotFoundError(
@@ -506,7 +530,20 @@ def _safe_reason(exc: BaseException) -> str:
 _UNKNOWN_DATABASE = 1049
 
 
-async def _ensure_database(connect: dict[str, Any], database: str, *, create: bool = True) -> None:
+def _embedded_log_statements(log_mb: int) -> list[str]:
+    """What bounds embedded seekdb's own log (``Config.seekdb_log_mb``); persisted in the directory.
+
+    Measured (benchmarks/first_use.py): at the default level EDIAG one setup
+    wrote 61 MB of INFO lines, and the files rotate at 256 MB with two kept.
+    """
+    if log_mb <= 0:
+        return []
+    return ["ALTER SYSTEM SET syslog_level = 'WARN'", f"ALTER SYSTEM SET syslog_disk_size = '{int(log_mb)}M'"]
+
+
+async def _ensure_database(
+    connect: dict[str, Any], database: str, first: Sequence[str] = (), *, create: bool = True
+) -> None:
     """Creates ``database`` when it is missing (unless ``create`` is false); tolerates lacking the privilege if it exists.
 
     Returns once the database can be used.  When several processes create it at
@@ -520,6 +557,8 @@ async def _ensure_database(connect: dict[str, Any], database: str, *, create: bo
     conn = await aiomysql.connect(**connect, charset="utf8mb4", autocommit=True)
     try:
         async with conn.cursor() as cur:
+            for stmt in first:
+                await cur.execute(stmt)
             # exact match: in SHOW DATABASES LIKE, the name's "_" is a wildcard
             await cur.execute("SELECT 1 FROM information_schema.schemata WHERE schema_name = %s", (database,))
             if await cur.fetchone() is None:

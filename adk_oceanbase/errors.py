@@ -42,6 +42,7 @@ __all__ = [
     "SchemaOutdatedError",
     "SessionAlreadyExistsError",
     "SessionMissingError",
+    "SetupTimeoutError",
     "StaleSessionConflictError",
     "StateTooLargeError",
     "ValidationError",
@@ -157,6 +158,13 @@ class DeadlockError(AdkOceanBaseError):
 
 class LockTimeoutError(AdkOceanBaseError):
     """A row lock was not granted in time (MySQL 1205 / OceanBase 6003); rolled back."""
+
+
+class SetupTimeoutError(LockTimeoutError, TimeoutError):
+    """Setup (schema creation, migration, stamp) ran past ``Config.setup_timeout_s``; the message names what it waited for.
+
+    A subclass of :class:`LockTimeoutError`, which setup raised for a held schema lock before.
+    """
 
 
 class QueryTimeoutError(AdkOceanBaseError):

@@ -28,7 +28,7 @@ from alembic.util import CommandError
 from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
 
-from . import setup_lock
+from . import head_schema, setup_lock
 from .engine import Database
 from .errors import (
     SchemaConflictError,
@@ -117,15 +117,17 @@ async def create_if_new(db: Database) -> bool:
 
     No revision means a new database or a first setup that died half-way;
     an existing older schema is left alone (``SchemaOutdatedError``), and
-    one being migrated by another process right now is waited for.
-    Returns whether this call created (or finished creating) the schema.
+    one being migrated by another process right now is waited for (until
+    ``Config.setup_timeout_s``).  Returns whether this call created (or
+    finished creating) the schema.
     """
     await db.start()
     await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
     created = False
-    async with setup_lock.schema_lock(db):
+    deadline = setup_lock.SetupDeadline(db, "creating the adk-oceanbase tables")
+    async with setup_lock.schema_lock(deadline):
         if await _recorded_revision(db) is None:
-            await _run_alembic(db, command.upgrade, "head", "upgrade")
+            await _to_head(deadline)
             created = True
     await check_schema(db)
     return created
@@ -134,10 +136,29 @@ async def create_if_new(db: Database) -> bool:
 async def _migrate(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> str | None:
     await db.start()
     await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
-    async with setup_lock.schema_lock(db):
-        await _recorded_revision(db)  # a newer release may have migrated while we waited
-        await _run_alembic(db, fn, revision, action)
+    deadline = setup_lock.SetupDeadline(db, action)
+    async with setup_lock.schema_lock(deadline):
+        current = await _recorded_revision(db)  # a newer release may have migrated while we waited
+        if fn is command.upgrade and revision in ("head", head_revision()) and current is None:
+            await _to_head(deadline)
+        else:
+            await _run_alembic(deadline, fn, revision, action)
     return await current_revision(db)
+
+
+async def _to_head(deadline: setup_lock.SetupDeadline) -> None:
+    """Brings an unversioned database to head: in one step when it holds none of our tables, else revision by revision.
+
+    Called under the schema lock.  Tables without a recorded revision are a
+    setup that died half-way: the re-entrant revisions finish it.
+    """
+    db = deadline.db
+    if await _our_tables(db):
+        await _run_alembic(deadline, command.upgrade, "head", "upgrade")
+        return
+    async with deadline.connection() as conn, deadline.bound(conn, "the new tables"):
+        await head_schema.create_at_head(conn, db.dialect, db.config.embedding_dim)
+    await _run_alembic(deadline, command.stamp, "head", "stamp")
 
 
 _DDL_BUSY = 4179
@@ -147,7 +168,9 @@ DDL_BUSY_WAIT_S = 300.0
 """How long a migration keeps re-running while the server answers :data:`_DDL_BUSY`."""
 
 
-async def _run_alembic(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> None:
+async def _run_alembic(
+    deadline: setup_lock.SetupDeadline, fn: Callable[[AlembicConfig, str], None], revision: str, action: str
+) -> None:
     """Runs the alembic command; a step refused because an earlier DDL is still running is re-run.
 
     OceanBase runs a DDL to its end in the server even when the client that sent it
@@ -155,15 +178,16 @@ async def _run_alembic(db: Database, fn: Callable[[AlembicConfig, str], None], r
     server rebuilding the table, and the next setup's DDL on that table is refused
     with 4179 until it finishes (seen in tests/torture/test_setup_races.py).  The
     steps are re-entrant and finished ones are recorded, so the command is simply
-    run again, with a growing pause, for up to :data:`DDL_BUSY_WAIT_S`.
+    run again, with a growing pause, for up to :data:`DDL_BUSY_WAIT_S` (and
+    never past the setup's deadline).
     """
-    deadline = time.monotonic() + DDL_BUSY_WAIT_S
+    busy_until = time.monotonic() + min(DDL_BUSY_WAIT_S, deadline.remaining())
     pause = 0.5
     while True:
         try:
-            return await _run_alembic_once(db, fn, revision, action)
+            return await _run_alembic_once(deadline, fn, revision, action)
         except SchemaOutdatedError as exc:
-            if driver_error_code(exc.__cause__) != _DDL_BUSY or time.monotonic() + pause > deadline:
+            if driver_error_code(exc.__cause__) != _DDL_BUSY or time.monotonic() + pause > busy_until:
                 raise
             logger.warning("%s: the server is still running an earlier DDL on the table (4179); again in %.1f s",
                            action, pause)
@@ -171,10 +195,15 @@ async def _run_alembic(db: Database, fn: Callable[[AlembicConfig, str], None], r
         pause = min(pause * 2, 10.0)
 
 
-async def _run_alembic_once(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> None:
+async def _run_alembic_once(
+    deadline: setup_lock.SetupDeadline, fn: Callable[[AlembicConfig, str], None], revision: str, action: str
+) -> None:
+    db = deadline.db
     try:
-        async with setup_lock.alembic_turn(), db.engine.begin() as conn:
-            await conn.run_sync(lambda sync: fn(_alembic_config(db, sync), revision))
+        async with setup_lock.alembic_turn(), deadline.connection() as conn:
+            async with deadline.bound(conn, f"revision {revision}"):
+                await conn.run_sync(lambda sync: fn(_alembic_config(db, sync), revision))
+                await conn.commit()
     except CommandError as exc:
         raise ValidationError(f"cannot {action} to revision {revision!r}: {exc}") from exc
     except DBAPIError as exc:
@@ -267,6 +296,5 @@ def history() -> list[tuple[str, str | None, str]]:
 async def stamp(db: Database, revision: str) -> str | None:
     """Records ``revision`` as current without running any migration (for a schema made by hand)."""
     await db.start()
-    async with db.engine.begin() as conn:
-        await conn.run_sync(lambda sync: command.stamp(_alembic_config(db, sync), revision))
+    await _run_alembic_once(setup_lock.SetupDeadline(db, "stamp"), command.stamp, revision, "stamp")
     return await current_revision(db)

@@ -43,6 +43,7 @@ from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
 from sqlalchemy.types import UserDefinedType
 
 __all__ = [
+    "ENGINE_INDEXES",
     "ID_LEN",
     "LOCK_TABLE",
     "STATE_KEY_LEN",
@@ -349,3 +350,20 @@ setup_lock = Table(
     PrimaryKeyConstraint("name", name="pk_adk_oceanbase_lock"),
     **_TABLE_OPTS,
 )
+
+# Index clauses of ``CREATE TABLE`` that SQLAlchemy cannot spell, per engine
+# (``EngineDialect.name``): the full-text parser and the HNSW index.  A new
+# database is created at head from the tables above plus these
+# (:mod:`adk_oceanbase.head_schema`); the revisions that made them are 0005
+# (full-text on ``search_text``) and 0001 (vector).  A revision adding an
+# engine-specific index adds its clause here too; tests/test_head_schema.py
+# checks that the one-step schema equals the revision chain on both engines.
+ENGINE_INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
+    "agent_memories": {
+        "oceanbase": (
+            "FULLTEXT INDEX ix_memories_search_ft (search_text) WITH PARSER ik",
+            "VECTOR INDEX ix_memories_embedding (embedding) WITH (distance=cosine, type=hnsw, lib=vsag)",
+        ),
+        "mysql": ("FULLTEXT INDEX ix_memories_search_ft (search_text)",),
+    },
+}

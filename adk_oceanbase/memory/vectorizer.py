@@ -66,6 +66,9 @@ class Vectorizer:
         self._settings = settings
         self._queue: asyncio.Queue[MemoryKey] | None = None
         self._queued: set[MemoryKey] = set()
+        # Keys submitted again while queued or in a round: a merge that set the row back to
+        # pending during the round cleared its claim, so that round's vector is not stored.
+        self._again: set[MemoryKey] = set()
         self._task: asyncio.Task[None] | None = None
         self._backlog = True  # rows pending from before we started: sweep once
         self._sweep_lock: asyncio.Lock | None = None
@@ -104,6 +107,7 @@ class Vectorizer:
         queue = self._ensure_started()
         for key in keys:
             if key in self._queued:
+                self._again.add(key)  # queued again when its current round ends
                 continue
             try:
                 queue.put_nowait(key)
@@ -240,6 +244,9 @@ class Vectorizer:
             finally:
                 for key in batch:
                     self._queued.discard(key)
+                    if key in self._again:  # before task_done: flush() must not see an empty queue in between
+                        self._again.discard(key)
+                        self.submit((key,))
                     queue.task_done()
             if self._backlog and queue.empty():
                 await self._safe_sweep()

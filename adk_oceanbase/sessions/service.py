@@ -228,6 +228,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         encoded = codec.encode_state(codec.split_state(state))
         document = codec.state_document(encoded)
         codec.check_state_size(document, self.config.max_event_bytes)
+        await self._engine()  # first use sets the schema up (seconds): the time is taken after it, at the write
         now = time.time()
         when = codec.to_datetime(now)
         row = {"app": app, "user": user, "sid": sid, "ts": now, "when": when, "initial_state": document}
