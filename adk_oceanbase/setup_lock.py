@@ -20,7 +20,8 @@ read-only processes had opened and closed a new directory (``db current``,
 ``db check``), the next process's first DDL never finished in 7 of 27 such
 directories (three sequences at a time on 2 cores), with no other session
 in the processlist, past ``ob_query_timeout``, and ``KILL`` of it did not
-return either: the engine, not a lock of ours.  DDL on OceanBase otherwise
+return either: the engine, not a lock of ours (0 of 27 with one read-only
+process before, or none).  DDL on OceanBase otherwise
 waits up to the server's ``_ob_ddl_timeout`` (1000 s), MySQL's on a metadata
 lock up to ``lock_wait_timeout`` (a year).  So every wait of a setup is bounded by
 :class:`SetupDeadline` (``Config.setup_timeout_s``): its connections carry
