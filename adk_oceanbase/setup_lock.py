@@ -15,9 +15,15 @@ coroutines) or in two threads overwrite each other's migration context
 (``KeyError: 'script'``).  Each Alembic command therefore runs alone.
 
 Deadline (issue #24): a new seekdb directory once left ``CREATE TABLE IF NOT
-EXISTS adk_oceanbase_lock`` running for 700 s, and DDL on OceanBase waits up
-to the server's ``_ob_ddl_timeout`` (1000 s), MySQL's on a metadata lock up to
-``lock_wait_timeout`` (a year).  So every wait of a setup is bounded by
+EXISTS adk_oceanbase_lock`` running for 700 s.  Reproduced: after two
+read-only processes had opened and closed a new directory (``db current``,
+``db check``), the next process's first DDL never finished in 7 of 27 such
+directories (three sequences at a time on 2 cores), with no other session
+in the processlist, past ``ob_query_timeout``, and ``KILL`` of it did not
+return either: the engine, not a lock of ours (0 of 27 with one read-only
+process before, or none).  DDL on OceanBase otherwise
+waits up to the server's ``_ob_ddl_timeout`` (1000 s), MySQL's on a metadata
+lock up to ``lock_wait_timeout`` (a year).  So every wait of a setup is bounded by
 :class:`SetupDeadline` (``Config.setup_timeout_s``): its connections carry
 the time left as their server-side timeouts, and a statement still running
 at the deadline is killed on the server and reported as
