@@ -27,7 +27,7 @@ user: ..."), so a seed dated from the wall clock was different data every day, a
 its threshold passed one day and failed the next."""
 
 
-async def seed(svc: OceanBaseMemoryService, database, n: int = 240) -> None:
+async def seed(svc: OceanBaseMemoryService, engine_db, n: int = 240) -> None:
     rng = random.Random(7)
     start = SEED_START
     memories = []
@@ -41,35 +41,35 @@ async def seed(svc: OceanBaseMemoryService, database, n: int = 240) -> None:
         ))
     await svc.add_memory(app_name=APP, user_id=USER, memories=memories)
     await svc.flush()
-    async with database.engine.begin() as conn:
+    async with engine_db.engine.begin() as conn:
         await conn.execute(
             text("UPDATE agent_memories SET access_count = :c WHERE memory_id = :id"),
             [{"c": rng.choice([0, 0, 1, 3, 10, 40]), "id": f"m{i:04d}"} for i in range(n)],
         )
 
 
-async def _seeded(database):
+async def _seeded(engine_db):
     settings = MemorySettings(
         bump_access=False, consolidate=False, candidate_pool=25, vector_search="exact",
         weights=ScoreWeights(semantic=0.6, fulltext=0.3, recency=0.2, frequency=0.1, importance=0.1),
         recency_half_life_s=60 * 86400.0,
     )
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
-    await seed(svc, database)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings)
+    await seed(svc, engine_db)
     return svc
 
 
 @pytest.fixture
-async def seeded(database):
-    svc = await _seeded(database)
+async def seeded(engine_db):
+    svc = await _seeded(engine_db)
     yield svc
     await svc.close()
 
 
 @pytest.fixture
-async def seeded_pristine(pristine_database):
+async def seeded_pristine(engine_pristine_database):
     """``seeded`` on never-used tables: for comparing full-text scores across statements."""
-    svc = await _seeded(pristine_database)
+    svc = await _seeded(engine_pristine_database)
     yield svc
     await svc.close()
 
@@ -159,13 +159,13 @@ async def test_ann_path_recall_against_exact(seeded):
         await ann.close()
 
 
-async def explain(database, settings: MemorySettings) -> str:
-    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
+async def explain(engine_db, settings: MemorySettings) -> str:
+    vec = engine_db.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
     stmt, params = sq.hybrid_search(
         app_name=APP, user_id=USER, query_vector=vec, query_text="apple", embedding_model="hash-v1-384",
         now=datetime(2024, 6, 1), top_k=10, weights=settings.weights, settings=settings,
     )
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         await conn.execute(*sq.bind_query_vector(vec))
         rows = (await conn.execute(text("EXPLAIN " + stmt.text), params)).all()
     return "\n".join(r[0] for r in rows)
@@ -185,14 +185,14 @@ def test_the_statement_text_is_the_same_for_every_query_vector():
     assert len(texts) == 1
 
 
-async def test_explain_uses_vector_index_for_ann_candidates(seeded, database):
-    plan = await explain(database, MemorySettings(vector_search="ann"))
+async def test_explain_uses_vector_index_for_ann_candidates(seeded, engine_db):
+    plan = await explain(engine_db, MemorySettings(vector_search="ann"))
     assert "VECTOR INDEX" in plan, plan
     # the full-text candidates come from the user's postings (memory_terms), not the table-wide MATCH
     assert "TEXT RETRIEVAL" not in plan, plan
     assert any("RANGE SCAN" in line and "|p " in line for line in plan.splitlines()), plan  # a PK range per term
     assert "ix_memories_user_terms" in plan, plan  # N and mean length from the index alone
-    exact_plan = await explain(database, MemorySettings(vector_search="exact"))
+    exact_plan = await explain(engine_db, MemorySettings(vector_search="exact"))
     assert "VECTOR INDEX" not in exact_plan, exact_plan
 
 
