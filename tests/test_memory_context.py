@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 from adk_oceanbase import OceanBaseSessionService
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
+from .engines import SCORING_PER_ENGINE, seekdb_only
 
 APP, USER = "ctx", "u1"
 
@@ -109,8 +110,8 @@ async def _ingest(memory: OceanBaseMemoryService) -> None:
     await memory.flush()
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_the_answer_next_to_the_question_rises_with_the_context_signal(engine_db, scoring):
+@SCORING_PER_ENGINE
+async def test_the_answer_next_to_the_question_rises_with_the_context_signal(engine_db, engine, scoring):
     """``context_mode="best"``: a turn borrows its best neighbour's whole relevance (the gap mode: below)."""
     weights = dict(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0)
     plain = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings(context=0.0, **weights))
@@ -158,8 +159,8 @@ async def test_the_answer_next_to_the_question_rises_with_the_context_signal(eng
         await plain.close()
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_gap_context_lends_only_what_a_neighbour_has_beyond_the_turn_itself(engine_db, scoring):
+@SCORING_PER_ENGINE
+async def test_gap_context_lends_only_what_a_neighbour_has_beyond_the_turn_itself(engine_db, engine, scoring):
     """``context_mode="gap"``: a turn's own relevance is not counted twice; the weaker turn of a pair borrows
     the difference, the stronger one nothing, so a borrower never outranks the turn it borrows from."""
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
@@ -201,6 +202,7 @@ def test_unknown_context_mode_is_a_configuration_error():
         MemorySettings(context_mode="mean")  # type: ignore[arg-type]
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("mode", ["best", "gap"])
 async def test_sql_and_numpy_agree_on_the_context_signal(engine_pristine_database, mode):
 
@@ -241,6 +243,7 @@ LONG_ANSWER = ("Three weeks in Lisbon with my cousins, mostly by the sea. " + " 
 """A long, self-contained turn (~870 characters) next to the question that matches the query."""
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("full_chars", [None, 200])
 async def test_a_long_turn_borrows_context_in_proportion_to_its_length(engine_pristine_database, full_chars):
     """``context_full_chars``: a turn longer than it borrows ``context * full_chars / its length``; shorter
@@ -296,6 +299,7 @@ def test_context_full_chars_must_be_a_positive_integer():
             MemorySettings(context_full_chars=bad)  # type: ignore[arg-type]
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("long_lends_less", [True, False])
 async def test_a_long_neighbour_lends_in_proportion_to_its_length(engine_pristine_database, long_lends_less):
     """``context_long_lends_less``: a short reply beside a long, matching turn borrows that turn's

@@ -14,6 +14,7 @@ from sqlalchemy import text
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
 from adk_oceanbase.memory import search_sql as sq
 from adk_oceanbase.memory.lexical import stem_text
+from .engines import seekdb_only
 
 APP, USER = "app", "u1"
 WORDS = ("apple banana cherry hiking paris london kyoto dog cat piano guitar coffee tea sister brother "
@@ -74,6 +75,7 @@ async def seeded_pristine(engine_pristine_database):
     await svc.close()
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("fusion", ["linear", "minmax", "rrf"])
 async def test_sql_and_numpy_paths_rank_the_same(seeded_pristine, fusion):
     seeded = seeded_pristine
@@ -135,6 +137,7 @@ def float_tied(similarity: dict[str, float], eps: float = 1e-6) -> set[str]:
     return out
 
 
+@seekdb_only("approximate (HNSW) search exists on OceanBase/seekdb only; MySQL/MariaDB always scans exactly")
 async def test_ann_path_recall_against_exact(seeded):
     """The HNSW list against the exact scan's at the same depth (``ann_pool`` = ``candidate_pool``):
     with a deeper ANN list the candidates differ by more than the approximation, and so do the
@@ -185,6 +188,7 @@ def test_the_statement_text_is_the_same_for_every_query_vector():
     assert len(texts) == 1
 
 
+@seekdb_only("the plan's vector index exists on OceanBase/seekdb only")
 async def test_explain_uses_vector_index_for_ann_candidates(seeded, engine_db):
     plan = await explain(engine_db, MemorySettings(vector_search="ann"))
     assert "VECTOR INDEX" in plan, plan
@@ -224,6 +228,7 @@ async def test_zero_fulltext_weight_skips_fulltext_candidates_on_both_paths(seed
         await np_svc.close()
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 async def test_recency_is_measured_from_the_newest_candidate_on_both_paths(seeded):
     """The newest candidate gets 1.0 however old everything is; ``recency_reference="now"`` keeps absolute age."""
     np_svc = OceanBaseMemoryService(database=seeded.database, embedder=seeded.embedder,

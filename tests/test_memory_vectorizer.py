@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 from google.adk.memory.memory_entry import MemoryEntry
@@ -59,12 +58,29 @@ async def test_failed_embedding_is_retried_then_stored(engine_db):
         await svc.close()
 
 
+async def until_statuses(engine_db, want: dict[str, int]) -> None:
+    """Waits for the rows to reach ``want``: an event the worker causes, not a time it must meet.
+
+    The 120 s bound only turns a worker that never gets there into a failure that names it,
+    before the per-test timeout would.
+    """
+    async def reached() -> None:
+        while await statuses(engine_db) != want:
+            await asyncio.sleep(0.05)
+
+    try:
+        await asyncio.wait_for(reached(), 120)
+    except TimeoutError:
+        pytest.fail(f"rows never reached {want}: {await statuses(engine_db)}")
+
+
 async def test_rows_are_never_lost_when_the_embedder_is_down(engine_db):
     emb = FlakyEmbedder()
     emb.broken = True
-    # retry_interval_s leaves the checks below time to run before a second round could (under load,
-    # 0.2 s was not always enough: a second failed round before the backend recovers counts twice)
-    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, retry_interval_s=1.0, **FAST)
+    # A failed round's rows wait retry_interval_s: an hour, so no second round can run (and count a
+    # second attempt) while the checks below run, however slow the machine; the test then moves
+    # the rows' clock back instead of waiting.
+    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, retry_interval_s=3600.0, **FAST)
     svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=settings)
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries(3))
@@ -73,11 +89,14 @@ async def test_rows_are_never_lost_when_the_embedder_is_down(engine_db):
         # Full-text still finds them, but never through a half-made vector.
         hits = await svc.search(APP, USER, "fact number")
         assert hits and all(h.signals.semantic == 0 for h in hits)
-        emb.broken = False  # the backend recovers; the periodic sweep picks the rows up again
-        deadline = asyncio.get_running_loop().time() + 30  # the sweep runs every 0.2 s; a loaded CI box is slow
-        while await statuses(engine_db) != {"ready": 3} and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
-        assert await statuses(engine_db) == {"ready": 3}
+        async with engine_db.engine.connect() as conn:
+            assert {r[0] for r in await conn.execute(text("SELECT embed_attempts FROM agent_memories"))} == {1}
+        calls = emb.calls
+        emb.broken = False  # the backend recovers; the periodic sweep picks the rows up once their pause is over
+        async with engine_db.engine.begin() as conn:  # as if retry_interval_s had passed
+            await conn.execute(text("UPDATE agent_memories SET updated_at = updated_at - INTERVAL 2 HOUR"))
+        await until_statuses(engine_db, {"ready": 3})
+        assert emb.calls > calls  # embedded by the sweep's round, after the recovery
         async with engine_db.engine.connect() as conn:
             attempts = {r[0] for r in (await conn.execute(text("SELECT embed_attempts FROM agent_memories"))).all()}
         assert attempts == {1}
@@ -115,33 +134,48 @@ async def test_backpressure_overflow_stays_pending_until_swept(engine_db):
         await svc.close()
 
 
+class GatedEmbedder(HashEmbedder):
+    """Once armed, each call says it started and then waits for the test to release it."""
+
+    def __init__(self):
+        super().__init__()
+        self.armed = False
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.threads: set[int] = set()
+
+    def embed(self, texts):
+        self.threads.add(threading.get_ident())
+        if self.armed:
+            self.started.set()
+            if not self.release.wait(timeout=120):
+                raise TimeoutError("the test never released the model")
+        return super().embed(texts)
+
+
 async def test_ingest_does_not_wait_for_a_slow_model_and_close_drains(engine_db):
-    class Slow(HashEmbedder):
-        def embed(self, texts):
-            time.sleep(0.5)
-            return super().embed(texts)
-
-    svc = OceanBaseMemoryService(database=engine_db, embedder=Slow(), settings=MemorySettings(batch_size=64, **FAST))
+    """Gated on events, not the clock: the model is held mid-call until the test has seen ingest
+    return and the event loop serve a query; a regression makes ``add_memory`` wait for the release."""
+    emb = GatedEmbedder()
+    svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=MemorySettings(batch_size=64, **FAST))
     await svc.add_memory(app_name=APP, user_id=USER, memories=entries(1, "warm"))  # schema check, worker start
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    t = asyncio.create_task(ticker())
+    await svc.flush()
+    emb.armed = True
     try:
-        t0 = time.perf_counter()
-        await svc.add_memory(app_name=APP, user_id=USER, memories=entries(10))
-        assert time.perf_counter() - t0 < 0.4, "add_memory waited for the embedding model"
-        assert (await statuses(engine_db)).get("pending", 0) >= 1
+        # Would never return if ingest waited for the model: the bound turns that hang into a failure.
+        await asyncio.wait_for(svc.add_memory(app_name=APP, user_id=USER, memories=entries(10)), 120)
+        assert not emb.release.is_set()
+        assert await asyncio.to_thread(emb.started.wait, 120), "the worker never called the model"
+        # The model is mid-call now; the event loop still serves a query meanwhile.
+        during = await statuses(engine_db)
+        assert during.get("ready") == 1 and sum(during.values()) == 11, during
+        assert threading.get_ident() not in emb.threads  # the model never ran on the event loop thread
+        emb.release.set()
         await svc.close()  # drains: everything embedded before close returns
         assert await statuses(engine_db) == {"ready": 11}
-        assert ticks >= 30, "the event loop was blocked while the model ran"
     finally:
-        t.cancel()
+        emb.release.set()
+        await svc.close()
 
 
 async def test_mixing_embedding_models_is_refused_until_reembedded(engine_db):
