@@ -242,6 +242,43 @@ class MariaDBServer:
         return pymysql.connect(host=self.host, port=self.port, user="root", database=database, autocommit=True)
 
 
+def mariadb_binaries() -> tuple[str, str]:
+    """``(mariadbd, mariadb-install-db)``; skips (fails under CI) when MariaDB is not installed."""
+    mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin")
+    install_db = shutil.which("mariadb-install-db")
+    if not (mariadbd and install_db):
+        skip_missing("MariaDB not installed (as root: apt-get install mariadb-server-core mariadb-client-core)")
+    return mariadbd, install_db
+
+
+def start_mariadb(base: Path, port: int, timeout: float = 30.0) -> subprocess.Popen:
+    """Starts mariadbd on ``base/data`` (created on first start) and waits until it accepts SQL."""
+    mariadbd, install_db = mariadb_binaries()
+    if not (base / "data").exists():
+        subprocess.run(
+            [install_db, "--no-defaults", f"--datadir={base / 'data'}", "--auth-root-authentication-method=normal",
+             "--skip-test-db", "--user=root"],
+            check=True, capture_output=True,
+        )
+    proc = subprocess.Popen(
+        [mariadbd, "--no-defaults", f"--datadir={base / 'data'}", f"--socket={base / 'sock'}", f"--port={port}",
+         "--bind-address=127.0.0.1", "--user=root", f"--pid-file={base / 'pid'}", f"--log-error={base / 'err.log'}",
+         # its own temp dir: servers sharing /tmp have seen each other's temp tables vanish (error 6)
+         f"--tmpdir={base}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pymysql.connect(host="127.0.0.1", port=port, user="root", connect_timeout=1).close()
+            return proc
+        except pymysql.err.OperationalError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"mariadbd did not start; see {base / 'err.log'}")
+            time.sleep(0.1)
+
+
 @pytest.fixture(scope="session")
 def mariadb_server() -> Iterator[MariaDBServer]:
     """Debian's mariadb-server-core on loopback, in a temp datadir (starts in ~1 s).
@@ -249,32 +286,10 @@ def mariadb_server() -> Iterator[MariaDBServer]:
     Missing binaries skip the MySQL-path tests locally, listed in the run's
     summary, but fail under CI, where scripts/test.sh installs them.
     """
-    mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin")
-    install_db = shutil.which("mariadb-install-db")
-    if not (mariadbd and install_db):
-        skip_missing("MariaDB not installed (as root: apt-get install mariadb-server-core mariadb-client-core)")
+    mariadb_binaries()
     base = Path(tempfile.mkdtemp(prefix="adk-ob-mariadb-"))
-    subprocess.run(
-        [install_db, "--no-defaults", f"--datadir={base / 'data'}", "--auth-root-authentication-method=normal",
-         "--skip-test-db", "--user=root"],
-        check=True, capture_output=True,
-    )
     port = _free_port()
-    proc = subprocess.Popen(
-        [mariadbd, "--no-defaults", f"--datadir={base / 'data'}", f"--socket={base / 'sock'}", f"--port={port}",
-         "--bind-address=127.0.0.1", "--user=root", f"--pid-file={base / 'pid'}", f"--log-error={base / 'err.log'}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            pymysql.connect(host="127.0.0.1", port=port, user="root", connect_timeout=1).close()
-            break
-        except pymysql.err.OperationalError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"mariadbd did not start; see {base / 'err.log'}")
-            time.sleep(0.1)
+    proc = start_mariadb(base, port)
     try:
         yield MariaDBServer(port, base, proc)
     finally:
