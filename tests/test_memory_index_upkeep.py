@@ -1,4 +1,8 @@
-"""Index upkeep: the vectorizer starts bounded HNSW rebuild checks as vectors pile up (seekdb)."""
+"""Index upkeep: the vectorizer starts bounded HNSW rebuild checks as vectors pile up (seekdb).
+
+seekdb (OceanBase) only, on the ``database`` fixture: MySQL/MariaDB have no vector index
+(``rebuild_vector_index`` answers ``False`` there, asserted in test_memory_service.py).
+"""
 
 from __future__ import annotations
 
@@ -37,11 +41,11 @@ async def _ids(svc: OceanBaseMemoryService, user: str) -> list[list[str]]:
     return [[h.memory_id for h in await svc.search(APP, user, qu, top_k=10)] for qu in QUERIES]
 
 
-async def test_stored_vectors_trigger_a_rebuild_and_search_stays_exact(engine_db):
+async def test_stored_vectors_trigger_a_rebuild_and_search_stays_exact(database):
     # delta rate 0: the server rebuilds on every check, so the test sees real rebuilds
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=_settings(
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(
         vector_search="ann", ef_search=200, index_upkeep_rows=30, index_upkeep_delta_rate=0.0))
-    exact = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(),
+    exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
                                    settings=_settings(vector_search="exact", index_upkeep_rows=None))
     try:
         await svc.add_memory(app_name=APP, user_id="u", memories=_entries("a", 80, 1))
@@ -56,11 +60,11 @@ async def test_stored_vectors_trigger_a_rebuild_and_search_stays_exact(engine_db
         await exact.close()
 
 
-async def test_search_and_writes_during_a_rebuild(engine_db):
+async def test_search_and_writes_during_a_rebuild(database):
     """Searches answer while a rebuild runs; rows written meanwhile are found by the index afterwards."""
     settings = _settings(vector_search="ann", ef_search=200, index_upkeep_rows=None, index_upkeep_delta_rate=0.0)
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings)
-    exact = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=_settings(vector_search="exact"))
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(vector_search="exact"))
     try:
         await svc.add_memory(app_name=APP, user_id="u", memories=_entries("a", 120, 2))
         await svc.flush()
@@ -83,9 +87,9 @@ async def test_search_and_writes_during_a_rebuild(engine_db):
         await exact.close()
 
 
-async def test_one_check_at_a_time_and_off_switch(engine_db):
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=10))
-    off = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
+async def test_one_check_at_a_time_and_off_switch(database):
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=10))
+    off = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
     try:
         await svc._engine()
         upkeep = svc.vectorizer.upkeep
@@ -109,61 +113,61 @@ async def test_one_check_at_a_time_and_off_switch(engine_db):
         await off.close()
 
 
-async def _stats_state(engine_db) -> tuple:
-    async with engine_db.engine.connect() as conn:
+async def _stats_state(database) -> tuple:
+    async with database.engine.connect() as conn:
         row = (await conn.execute(q.TABLE_STATS_STATE)).first()
     return (None, None) if row is None else tuple(row)
 
 
-async def _ann_estimate(engine_db, user: str) -> int:
+async def _ann_estimate(database, user: str) -> int:
     """The optimizer's row estimate for the ANN candidate scan, in the service's own statement."""
     s = _settings(vector_search="ann")
     stmt, params = sq.hybrid_search(
         app_name=APP, user_id=user, query_vector="x", query_text="", embedding_model=HashEmbedder().model_name,
         now=datetime(2030, 1, 1), top_k=10, weights=s.weights, settings=s, approximate=True)
-    async with engine_db.engine.connect() as conn:
+    async with database.engine.connect() as conn:
         await conn.execute(*sq.bind_query_vector("[" + ",".join(["0.1"] * HashEmbedder().dim) + "]", 200))
         lines = [r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all()]
     line = next(line for line in lines if "VECTOR INDEX" in line)
     return int(line.split("|")[4])
 
 
-async def test_upkeep_gathers_missing_statistics_once(engine_db):
+async def test_upkeep_gathers_missing_statistics_once(database):
     """Without statistics the optimizer believes a user owns ~1 row (and at 100k plans the ANN list as an
     exact pre-filter scan, ``queries.GATHER_TABLE_STATS``); the upkeep check gathers them."""
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
     try:
         await svc.add_memory(app_name=APP, user_id="big", memories=_entries("a", 300, 4))
         await svc.flush()
-        async with engine_db.engine.connect() as conn:
+        async with database.engine.connect() as conn:
             await conn.execute(text("CALL DBMS_STATS.DELETE_TABLE_STATS(DATABASE(), 'agent_memories')"))
-        assert (await _stats_state(engine_db))[0] is None
-        assert await _ann_estimate(engine_db, "big") < 100  # a guess (39 here, 1 at 100k rows)
+        assert (await _stats_state(database))[0] is None
+        assert await _ann_estimate(database, "big") < 100  # a guess (39 here, 1 at 100k rows)
 
         upkeep = svc.vectorizer.upkeep
         assert await upkeep.run() is True
         assert upkeep.describe()["stats_gathered"] == 1 and not upkeep.describe()["stats_failed"]
-        analysed, stale = await _stats_state(engine_db)
+        analysed, stale = await _stats_state(database)
         assert analysed is not None and stale == "NO"
-        assert await _ann_estimate(engine_db, "big") >= 250  # the user's 300 rows
+        assert await _ann_estimate(database, "big") >= 250  # the user's 300 rows
 
         assert await upkeep.run() is True  # fresh statistics are left alone
         assert upkeep.describe()["stats_gathered"] == 1
-        async with engine_db.engine.connect() as conn:  # rebuild_vector_index() after a bulk load always gathers
+        async with database.engine.connect() as conn:  # rebuild_vector_index() after a bulk load always gathers
             assert await upkeep.refresh_statistics(conn, force=True) is True
         assert upkeep.describe()["stats_gathered"] == 2
     finally:
         await svc.close()
 
 
-async def test_a_failed_statistics_gather_is_counted_not_raised(engine_db, monkeypatch):
+async def test_a_failed_statistics_gather_is_counted_not_raised(database, monkeypatch):
     """No DBMS_STATS privilege (simulated by a failing call): the rebuild check still succeeds."""
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=None))
     try:
         await svc._engine()
         monkeypatch.setattr(q, "GATHER_TABLE_STATS", text("CALL DBMS_STATS.GATHER_TABLE_STATS(DATABASE(), 'no_such_table')"))
         upkeep = svc.vectorizer.upkeep
-        async with engine_db.engine.connect() as conn:
+        async with database.engine.connect() as conn:
             assert await upkeep.refresh_statistics(conn, force=True) is False
             assert (await conn.execute(text("SELECT 1"))).scalar() == 1  # the connection is still usable
         assert upkeep.describe()["stats_failed"] == 1 and not upkeep.describe()["stats_gathered"]

@@ -1,4 +1,8 @@
-"""``vector_search="auto"``: small users are scanned exactly, big ones use the HNSW index (seekdb)."""
+"""``vector_search="auto"``: small users are scanned exactly, big ones use the HNSW index (seekdb).
+
+seekdb (OceanBase) only, on the ``database`` fixture: MySQL/MariaDB have no vector index
+(``rebuild_vector_index`` answers ``False`` there, asserted in test_memory_service.py).
+"""
 
 from __future__ import annotations
 
@@ -51,12 +55,12 @@ def _spy(monkeypatch) -> list[bool | None]:
     return seen
 
 
-async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(engine_db, monkeypatch):
+async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(database, monkeypatch):
     settings = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, exact_scan_rows=60,
                               fulltext_overfetch_rows=40)
     assert MemorySettings().vector_search == "auto"
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings)
-    exact = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(),
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    exact = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
                                    settings=dataclasses.replace(settings, vector_search="exact"))
     try:
         await _add(svc, "small", 30, 1)
@@ -75,7 +79,7 @@ async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(en
         # counted no further than the larger of exact_scan_rows and fulltext_overfetch_rows: enough to pick both
         # modes (the vector scan, the full-text list)
         assert (await svc._profile(APP, "big")).rows == 60 and (await svc._profile(APP, "small")).rows == 30
-        wide = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(),
+        wide = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
                                       settings=dataclasses.replace(settings, fulltext_overfetch_rows=80))
         try:
             assert (await wide._profile(APP, "big")).rows == 80
@@ -86,10 +90,10 @@ async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(en
         await exact.close()
 
 
-async def test_explicit_modes_override_the_row_count(engine_db, monkeypatch):
+async def test_explicit_modes_override_the_row_count(database, monkeypatch):
     base = MemorySettings(bump_access=False, consolidate=False, exact_scan_rows=10**9)
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=base)
-    ann = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(),
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=base)
+    ann = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
                                  settings=dataclasses.replace(base, vector_search="ann"))
     try:
         await _add(svc, "u", 20, 3)
@@ -102,9 +106,9 @@ async def test_explicit_modes_override_the_row_count(engine_db, monkeypatch):
         await ann.close()
 
 
-async def test_the_exact_statement_scans_the_users_key_range(engine_db):
+async def test_the_exact_statement_scans_the_users_key_range(database):
     """EXPLAIN: the exact form reads the user's primary-key range, never the vector index."""
-    vec = engine_db.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
+    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
     plans = {}
     for approximate in (False, True):
         stmt, params = sq.hybrid_search(
@@ -112,19 +116,19 @@ async def test_the_exact_statement_scans_the_users_key_range(engine_db):
             now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights,
             settings=MemorySettings(), approximate=approximate,
         )
-        async with engine_db.engine.connect() as conn:
+        async with database.engine.connect() as conn:
             await conn.execute(*sq.bind_query_vector(vec))
             plans[approximate] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
     assert "VECTOR INDEX" in plans[True], plans[True]
     assert "VECTOR INDEX" not in plans[False] and "TABLE RANGE SCAN" in plans[False], plans[False]
 
 
-async def test_the_index_path_takes_ann_pool_vector_candidates_and_the_exact_scan_candidate_pool(engine_db):
+async def test_the_index_path_takes_ann_pool_vector_candidates_and_the_exact_scan_candidate_pool(database):
     """``ann_pool`` is the HNSW list's depth only (at least top_k); ``None`` falls back to ``candidate_pool``;
     bad values are refused."""
     base = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, ann_pool=5)
     svcs = {
-        name: OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=dataclasses.replace(base, **kw))
+        name: OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=dataclasses.replace(base, **kw))
         for name, kw in (("ann", {"vector_search": "ann"}), ("ann_unset", {"vector_search": "ann", "ann_pool": None}),
                          ("exact", {"vector_search": "exact"}))
     }
