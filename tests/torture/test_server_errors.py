@@ -143,22 +143,26 @@ async def test_a_connection_killed_mid_statement_is_a_connection_lost_error(db: 
     ``ConnectionLostError`` (MariaDB 1927, seekdb 2013), and the pool serves the next call."""
     admin = engine_server.connect()
     try:
-        async with db.engine.connect() as conn:
-            victim = (await conn.execute(text("SELECT CONNECTION_ID()"))).scalar_one()
+        connection_id: asyncio.Future[int] = asyncio.get_running_loop().create_future()
 
-            async def sleeper(c: AsyncConnection) -> None:
-                with typed_errors():
-                    await c.execute(text("SELECT SLEEP(60)"))
+        async def sleeper() -> None:
+            # as the services do: the whole connection inside typed_errors(), its close (a
+            # rollback on the dead socket) included
+            with typed_errors():
+                async with db.engine.connect() as conn:
+                    connection_id.set_result((await conn.execute(text("SELECT CONNECTION_ID()"))).scalar_one())
+                    await conn.execute(text("SELECT SLEEP(60)"))
 
-            task = asyncio.create_task(sleeper(conn))
-            while not await running_sleep(admin, victim):  # the kill must land mid-statement
-                assert not task.done(), task
-                await asyncio.sleep(0.05)
-            with admin.cursor() as cur:
-                cur.execute(f"KILL {int(victim)}")
-            with pytest.raises(ConnectionLostError) as info:
-                await task
-            assert info.value.__cause__ is not None
+        task = asyncio.create_task(sleeper())
+        victim = await connection_id
+        while not await running_sleep(admin, victim):  # the kill must land mid-statement
+            assert not task.done(), task
+            await asyncio.sleep(0.05)
+        with admin.cursor() as cur:
+            cur.execute(f"KILL {int(victim)}")
+        with pytest.raises(ConnectionLostError) as info:
+            await task
+        assert info.value.__cause__ is not None
         async with db.engine.connect() as conn:  # the dead connection is not handed out again
             assert (await conn.execute(text("SELECT CONNECTION_ID()"))).scalar_one() != victim
     finally:
