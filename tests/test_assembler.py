@@ -37,8 +37,8 @@ async def memory_with_facts() -> InMemoryMemoryService:
     return mem
 
 
-async def test_priority_order_budget_and_reasons(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+async def test_priority_order_budget_and_reasons(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     s = await svc.create_session(app_name=APP, user_id="u")
     for i in range(40):
         await svc.append_event(s, ev(i, f"message {i} " + "words " * 10, "user" if i % 2 == 0 else "assistant"))
@@ -70,8 +70,8 @@ class RecordingLlm(BaseLlm):
         yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="ok " * 30)]))
 
 
-async def test_before_model_callback_injects_memories_within_budget(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_before_model_callback_injects_memories_within_budget(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     asm = ContextAssembler(await memory_with_facts(), max_tokens=120, memory_top_k=2, memory_max_tokens=40)
     llm = RecordingLlm()
     agent = LlmAgent(name="assistant", model=llm, instruction="Be brief.", before_model_callback=asm.before_model_callback())

@@ -43,16 +43,16 @@ async def seed(svc, rng: random.Random, n: int):
     return s
 
 
-async def stored_rows(database, sid):
-    async with database.engine.connect() as conn:
+async def stored_rows(engine_db, sid):
+    async with engine_db.engine.connect() as conn:
         return (await conn.execute(text(
             "SELECT seq, token_count, event_type, compacted_by FROM session_events WHERE session_id = :s ORDER BY seq"
         ), {"s": sid})).all()
 
 
-async def test_window_sum_matches_python_reference(database):
+async def test_window_sum_matches_python_reference(engine_db):
     rng = random.Random(7)
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     s = await seed(svc, rng, 80)
     await compact_session(svc, app_name=APP, user_id="u", session_id=s.id, policy=KeepLastN(keep_last=50, min_batch=1))
     session = await svc.get_session(app_name=APP, user_id="u", session_id=s.id)
@@ -60,7 +60,7 @@ async def test_window_sum_matches_python_reference(database):
         await svc.append_event(session, Event(author="user", invocation_id=f"i{i}", timestamp=1_700_000_000.0 + i,
                                               content=types.Content(role="user", parts=[types.Part(text="more " * rng.randint(1, 40))])))
     await compact_session(svc, app_name=APP, user_id="u", session_id=s.id, policy=KeepLastN(keep_last=30, min_batch=1, max_summary_tokens=None))
-    rows = await stored_rows(database, s.id)
+    rows = await stored_rows(engine_db, s.id)
     assert sum(1 for r in rows if r.event_type == "compaction" and r.compacted_by is None) == 2
     assert any(r.compacted_by is not None for r in rows)
     live_total = sum(r.token_count for r in rows if r.compacted_by is None)
@@ -77,8 +77,8 @@ async def test_window_sum_matches_python_reference(database):
         assert got.dropped_events == sum(1 for r in rows if r.compacted_by is None and r.event_type != "compaction") - len(want_events)
 
 
-async def test_missing_session_and_bad_budget(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_missing_session_and_bad_budget(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     assert await load_within_budget(svc, app_name=APP, user_id="u", session_id="nope", max_tokens=10) is None
     with pytest.raises(ValidationError):
         await load_within_budget(svc, app_name=APP, user_id="u", session_id="nope", max_tokens=-1)

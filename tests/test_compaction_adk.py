@@ -122,8 +122,8 @@ CONFIGS = {
 
 
 @pytest.mark.parametrize("kind", sorted(CONFIGS))
-async def test_runner_requests_match_adk_full_history(database, kind):
-    ours = RecordingService(database=database)
+async def test_runner_requests_match_adk_full_history(engine_db, kind):
+    ours = RecordingService(database=engine_db)
     ours_requests, sid = await drive(ours, CONFIGS[kind]())
     ref_requests, _ = await drive(InMemorySessionService(), CONFIGS[kind]())
     assert len(ours_requests) == len(ref_requests) > len(TURNS)
@@ -142,10 +142,10 @@ async def test_runner_requests_match_adk_full_history(database, kind):
     assert _get_contents(None, live.events, "assistant") == _get_contents(None, full.events, "assistant")
 
 
-async def test_archived_rows_point_at_their_compaction(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_archived_rows_point_at_their_compaction(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     _, sid = await drive(svc, CONFIGS["sliding_window"]())
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         rows = (await conn.execute(text(
             "SELECT e.seq, e.compacted_by, c.event_type AS by_type FROM session_events e"
             " LEFT JOIN session_events c ON c.app_name = e.app_name AND c.user_id = e.user_id"
@@ -155,9 +155,9 @@ async def test_archived_rows_point_at_their_compaction(database):
     assert archived and all(r.by_type == "compaction" and r.compacted_by > r.seq for r in archived)
 
 
-async def test_windows_match_full_load_semantics(database):
+async def test_windows_match_full_load_semantics(engine_db):
     """num_recent_events / after_timestamp pick the same window as a full load; only covered rows leave it."""
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=engine_db)
     _, sid = await drive(svc, CONFIGS["token_threshold"]())
     full = (await svc.get_session(app_name=APP, user_id="u1", session_id=sid, include_compacted=True)).events
     for n in (1, 3, 5, 8, 13, len(full), len(full) + 5):

@@ -58,8 +58,8 @@ async def loads(svc, sid):
     return full, live
 
 
-async def test_extract_mode_keeps_key_events_verbatim_and_the_tail(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+async def test_extract_mode_keeps_key_events_verbatim_and_the_tail(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     s = await seeded(svc, tool_at={10: "c1"})
     policy = TokenThresholdPolicy(low=200, high=10**6, keep_last=10)
     res = await compact_session(svc, app_name=APP, user_id="u", session_id=s.id, policy=policy)
@@ -76,8 +76,8 @@ async def test_extract_mode_keeps_key_events_verbatim_and_the_tail(database):
     assert not again.compacted  # only the kept tail (+ summary) is live now
 
 
-async def test_split_never_orphans_a_tool_response(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+async def test_split_never_orphans_a_tool_response(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     s = await seeded(svc, n=40, tool_at={29: "c9"})  # call at 29 compacted, response at 30 kept -> move split
     res = await compact_session(svc, app_name=APP, user_id="u", session_id=s.id,
                                 policy=KeepLastN(keep_last=10, min_batch=1))
@@ -87,8 +87,8 @@ async def test_split_never_orphans_a_tool_response(database):
     assert _get_contents(None, live, "assistant") == _get_contents(None, full, "assistant")
 
 
-async def test_summary_of_summaries_archives_the_older_summary(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+async def test_summary_of_summaries_archives_the_older_summary(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     s = await seeded(svc, n=40)
     pol = KeepLastN(keep_last=10, min_batch=5, max_summary_tokens=10)
     summ = ExtractiveSummarizer(max_chars=400)
@@ -104,7 +104,7 @@ async def test_summary_of_summaries_archives_the_older_summary(database):
     assert len(comps) == 2 and comps[0] not in live and comps[1] in live
     assert comps[1].actions.compaction.start_timestamp == comps[0].actions.compaction.start_timestamp
     assert _get_contents(None, live, "assistant") == _get_contents(None, full, "assistant")
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         by = (await conn.execute(text("SELECT DISTINCT compacted_by FROM session_events WHERE session_id = :s"
                                       " AND compacted_by IS NOT NULL"), {"s": s.id})).scalars().all()
     assert len(by) == 2
@@ -125,8 +125,8 @@ class InterferingSummarizer(ExtractiveSummarizer):
         return await super().maybe_summarize_events(events=events)
 
 
-async def test_compaction_never_races_an_append(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+async def test_compaction_never_races_an_append(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     s = await seeded(svc, n=30)
     summ = InterferingSummarizer(svc, s.id)
     res = await compact_session(svc, app_name=APP, user_id="u", session_id=s.id,
@@ -138,8 +138,8 @@ async def test_compaction_never_races_an_append(database):
     assert full[-2] in live
 
 
-async def test_background_compactor_runs_off_the_request_path(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0)
+async def test_background_compactor_runs_off_the_request_path(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0)
     a = await seeded(svc, n=30)
     b = await seeded(svc, n=8)
     bg = BackgroundCompactor(svc, KeepLastN(keep_last=10, min_batch=5))
@@ -155,9 +155,9 @@ async def test_background_compactor_runs_off_the_request_path(database):
     assert [r.compacted for r in bg.results] == [True, False, False]
 
 
-async def test_default_overlap_keeps_the_last_compacted_invocation_loaded(database):
+async def test_default_overlap_keeps_the_last_compacted_invocation_loaded(engine_db):
     """ADK's sliding window re-reads overlap_size invocations; the default service keeps one."""
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=engine_db)
     s = await seeded(svc, n=30)
     res = await compact_session(svc, app_name=APP, user_id="u", session_id=s.id, policy=KeepLastN(keep_last=10, min_batch=1))
     full, live = await loads(svc, s.id)
@@ -166,8 +166,8 @@ async def test_default_overlap_keeps_the_last_compacted_invocation_loaded(databa
     assert _get_contents(None, live, "assistant") == _get_contents(None, full, "assistant")
 
 
-async def test_service_level_policy(database):
-    svc = OceanBaseSessionService(database=database, compaction_overlap=0,
+async def test_service_level_policy(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, compaction_overlap=0,
                                   compaction_policy=KeepLastN(keep_last=5, min_batch=1))
     s = await seeded(svc, n=20)
     res = await svc.compact_session(app_name=APP, user_id="u", session_id=s.id)

@@ -49,8 +49,8 @@ def script(request):
     return call_reply("delete_files", pattern=last_user_text(request).split()[-1])
 
 
-async def test_tool_scratch_and_temp_state_are_archived_and_queryable_per_tool(database, tmp_path):
-    svc = OceanBaseSessionService(database=database, debug_archive=DebugArchiveSettings())
+async def test_tool_scratch_and_temp_state_are_archived_and_queryable_per_tool(engine_db, tmp_path):
+    svc = OceanBaseSessionService(database=engine_db, debug_archive=DebugArchiveSettings())
     agent = LlmAgent(name="janitor", model=ScriptedLlm(script=script), tools=[delete_files], output_key="temp:draft")
     runner = Runner(app_name=APP, agent=agent, session_service=svc)
     s = await svc.create_session(app_name=APP, user_id="u1")
@@ -70,7 +70,7 @@ async def test_tool_scratch_and_temp_state_are_archived_and_queryable_per_tool(d
     assert not any(k.startswith("temp:") for e in stored.events for k in (e.actions.state_delta or {}))
     assert not any(k.startswith("temp:") for k in stored.state)
     seqs = {e.event_seq for e in entries}
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         ids = dict((await conn.execute(text("SELECT seq, event_id FROM session_events"))).all())
     assert {ids[e.event_seq] for e in entries} == {e.event_id for e in entries} and len(seqs) == 2
 
@@ -103,15 +103,15 @@ async def test_fifo_keeps_the_newest_entries_per_session(db):
     assert await archive_rows(db) == 2
 
 
-async def test_off_by_default_writes_nothing(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_off_by_default_writes_nothing(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name=APP, user_id="u1")
     await svc.append_event(s, state_event({"temp:x": 1}, time.time()))
-    assert await archive_rows(database) == 0
+    assert await archive_rows(engine_db) == 0
 
 
-async def test_big_and_non_json_values_never_fail_an_append(database):
-    svc = OceanBaseSessionService(database=database, debug_archive=DebugArchiveSettings(max_value_bytes=100))
+async def test_big_and_non_json_values_never_fail_an_append(engine_db):
+    svc = OceanBaseSessionService(database=engine_db, debug_archive=DebugArchiveSettings(max_value_bytes=100))
     s = await svc.create_session(app_name=APP, user_id="u1")
     blob = "x" * 1000
     await svc.append_event(s, state_event({"temp:blob": blob, "temp:obj": object()}, time.time()))

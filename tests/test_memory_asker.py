@@ -13,6 +13,7 @@ from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemorySe
 from adk_oceanbase.memory.asker import AGENT, USER, author_cue, author_match
 
 from .test_memory_ranking import APP, USER as USER_ID
+from .engines import SCORING_PER_ENGINE
 
 
 @pytest.mark.parametrize("query, cue", [
@@ -49,13 +50,13 @@ def _turn(i: int, author: str, text: str) -> MemoryEntry:
                        content=types.Content(parts=[types.Part.from_text(text=text)]))
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_the_cue_picks_the_author_the_question_asks_about(database, scoring):
+@SCORING_PER_ENGINE
+async def test_the_cue_picks_the_author_the_question_asks_about(engine_db, engine, scoring):
     """The user's words and the agent's restatement of them: the user's rank first for "my ...", the
     agent's for "... you recommended"; without a cue (or weight 0) the ranking is the relevance's."""
     weights = ScoreWeights(recency=0.0, frequency=0.0, importance=0.0, context=0.0, version=0.0)
     settings = MemorySettings(bump_access=False, consolidate=False, scoring=scoring, weights=weights)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings)
     try:
         await svc.add_memory(app_name=APP, user_id=USER_ID, memories=[
             _turn(0, "user", "my internet plan is fiber at 500 mbps"),

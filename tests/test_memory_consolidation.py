@@ -28,14 +28,14 @@ def ev(txt: str, ts: float, author: str = "user") -> Event:
 
 
 @pytest.fixture
-async def memory(database):
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
+async def memory(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
     yield svc
     await svc.close()
 
 
-async def rows(database):
-    async with database.engine.connect() as conn:
+async def rows(engine_db):
+    async with engine_db.engine.connect() as conn:
         res = await conn.execute(text(
             "SELECT memory_id, content, session_id, event_ids, superseded_by, occurrences FROM agent_memories "
             "ORDER BY created_at"))
@@ -47,20 +47,20 @@ def test_content_hash_normalises_case_width_and_spaces():
     assert content_hash("I live in Berlin") != content_hash("I live in Bern")
 
 
-async def test_exact_duplicates_merge_provenance_instead_of_inserting(memory, database):
+async def test_exact_duplicates_merge_provenance_instead_of_inserting(memory, engine_db):
     now = time.time()
     first, second, third = ev("I live in Berlin with my two cats.", now), ev("i live in berlin with my two  cats.", now + 60), ev("I live in Berlin with my two cats.", now + 120)
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[first], session_id="s1")
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[second], session_id="s2")
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[third, third], session_id="s3")
-    got = await rows(database)
+    got = await rows(engine_db)
     assert len(got) == 1
     assert got[0]["session_id"] == "s3"  # the row moved to the newest occurrence
     assert got[0]["occurrences"] == 3
     assert json.loads(got[0]["event_ids"]) == [first.id, second.id, third.id]
     # Re-adding merged events changes nothing (idempotent even though they have no row of their own).
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[second, third], session_id="s2")
-    assert await rows(database) == got
+    assert await rows(engine_db) == got
     await memory.flush()
     hit = (await memory.search(APP, USER, "where does the user live"))[0]
     assert hit.entry.custom_metadata["event_ids"] == [first.id, second.id, third.id]
@@ -78,14 +78,14 @@ def echo_facts() -> LlmExtractor:
 
 
 @pytest.fixture
-async def facts(database):
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), extractor=echo_facts(),
+async def facts(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=echo_facts(),
                                  settings=MemorySettings(**FAST))
     yield svc
     await svc.close()
 
 
-async def test_near_duplicate_facts_merge_and_the_newer_wording_wins(facts, database):
+async def test_near_duplicate_facts_merge_and_the_newer_wording_wins(facts, engine_db):
     now = time.time()
     old_txt, new_txt = "My flight to Tokyo leaves on the 5th of May at 9am", "My flight to Tokyo leaves on the 5th of May at 9am!!"
     e_old, e_new = ev(old_txt, now - 3600), ev(new_txt, now - 60)
@@ -96,7 +96,7 @@ async def test_near_duplicate_facts_merge_and_the_newer_wording_wins(facts, data
     await facts.flush()
     await facts.add_events_to_memory(app_name=APP, user_id=USER, events=[e_new], session_id="s2")
     await facts.flush()
-    got = {r["content"]: r for r in await rows(database)}
+    got = {r["content"]: r for r in await rows(engine_db)}
     newer = got[new_txt]
     assert got[old_txt]["superseded_by"] == newer["memory_id"]
     assert newer["superseded_by"] is None
@@ -106,7 +106,7 @@ async def test_near_duplicate_facts_merge_and_the_newer_wording_wins(facts, data
     assert [h.entry.content.parts[0].text for h in hits] == [new_txt]
     both = await facts.search(APP, USER, "flight to Tokyo", top_k=5)
     assert len(both) == 1
-    audit = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+    audit = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(),
                                    settings=MemorySettings(include_superseded=True, **FAST))
     try:
         assert {h.entry.content.parts[0].text for h in await audit.search(APP, USER, "flight to Tokyo")} == {old_txt, new_txt}
@@ -114,7 +114,7 @@ async def test_near_duplicate_facts_merge_and_the_newer_wording_wins(facts, data
         await audit.close()
 
 
-async def test_near_duplicate_facts_in_one_batch_merge_and_distinct_facts_stay(memory, database):
+async def test_near_duplicate_facts_in_one_batch_merge_and_distinct_facts_stay(memory, engine_db):
     when = datetime(2026, 3, 1, tzinfo=timezone.utc)
     said = ["Our anniversary dinner is booked at Chez Marcel", "Our anniversary dinner is booked at Chez Marcel.",
             "The kids have swimming lessons every Tuesday"]
@@ -122,7 +122,7 @@ async def test_near_duplicate_facts_in_one_batch_merge_and_distinct_facts_stay(m
         MemoryEntry(author="user", timestamp=(when + timedelta(seconds=i)).isoformat(),
                     content=types.Content(parts=[types.Part.from_text(text=t)])) for i, t in enumerate(said)])
     await memory.flush()
-    live = [r for r in await rows(database) if r["superseded_by"] is None]
+    live = [r for r in await rows(engine_db) if r["superseded_by"] is None]
     assert sorted(r["content"] for r in live) == [
         "Our anniversary dinner is booked at Chez Marcel.", "The kids have swimming lessons every Tuesday"]
 
@@ -142,8 +142,8 @@ class SameVector(HashEmbedder):
         return v
 
 
-async def test_cosine_alone_does_not_merge_facts_about_different_people(database):
-    svc = OceanBaseMemoryService(database=database, embedder=SameVector(), settings=MemorySettings(**FAST))
+async def test_cosine_alone_does_not_merge_facts_about_different_people(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=SameVector(), settings=MemorySettings(**FAST))
     try:
         when = datetime(2026, 3, 1, tzinfo=timezone.utc)
         said = ["Ines grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus!"]
@@ -151,20 +151,20 @@ async def test_cosine_alone_does_not_merge_facts_about_different_people(database
             MemoryEntry(author="user", timestamp=(when + timedelta(seconds=i)).isoformat(),
                         content=types.Content(parts=[types.Part.from_text(text=t)])) for i, t in enumerate(said)])
         await svc.flush()
-        live = sorted(r["content"] for r in await rows(database) if r["superseded_by"] is None)
+        live = sorted(r["content"] for r in await rows(engine_db) if r["superseded_by"] is None)
         assert live == ["Ines grabbed coffee at Kaffeehaus.", "Tove grabbed coffee at Kaffeehaus!"]
     finally:
         await svc.close()
 
 
-async def test_dialogue_turns_are_records_never_near_duplicate_merged(memory, database):
+async def test_dialogue_turns_are_records_never_near_duplicate_merged(memory, engine_db):
     """Two near-identical turns are two things said: both stay searchable, neither is superseded."""
     now = time.time()
     turns = [ev("Our anniversary dinner is booked at Chez Marcel", now - 30),
              ev("Our anniversary dinner is booked at Chez Marcel.", now - 20)]
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=turns, session_id="s1")
     await memory.flush()
-    got = await rows(database)
+    got = await rows(engine_db)
     assert len(got) == 2 and all(r["superseded_by"] is None for r in got)
     assert memory.vectorizer.stats["merged"] == 0
     # ... and a later fact saying the same thing does not swallow the turns either.
@@ -172,12 +172,12 @@ async def test_dialogue_turns_are_records_never_near_duplicate_merged(memory, da
         MemoryEntry(author="user", content=types.Content(parts=[types.Part.from_text(
             text="Our anniversary dinner is booked at Chez Marcel!")]))])
     await memory.flush()
-    assert all(r["superseded_by"] is None for r in await rows(database))
+    assert all(r["superseded_by"] is None for r in await rows(engine_db))
     assert len(await memory.search(APP, USER, "anniversary dinner Chez Marcel", top_k=5)) == 3
 
 
-async def test_consolidation_can_be_switched_off(database):
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(consolidate=False, **FAST))
+async def test_consolidation_can_be_switched_off(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(consolidate=False, **FAST))
     try:
         when = datetime(2026, 3, 1, tzinfo=timezone.utc)
         await svc.add_memory(app_name=APP, user_id=USER, memories=[
@@ -186,7 +186,7 @@ async def test_consolidation_can_be_switched_off(database):
             for i, t in enumerate(["Our anniversary dinner is booked at Chez Marcel",
                                    "Our anniversary dinner is booked at Chez Marcel."])])
         await svc.flush()
-        assert all(r["superseded_by"] is None for r in await rows(database))
+        assert all(r["superseded_by"] is None for r in await rows(engine_db))
     finally:
         await svc.close()
 
@@ -195,14 +195,14 @@ def _dt(event: Event):
     return datetime.fromtimestamp(event.timestamp, tz=timezone.utc).replace(tzinfo=None)
 
 
-async def stored(database, where: str = "1 = 1"):
-    async with database.engine.connect() as conn:
+async def stored(engine_db, where: str = "1 = 1"):
+    async with engine_db.engine.connect() as conn:
         return (await conn.execute(text(
             "SELECT memory_id, content, session_id, turn_pos, event_ids, created_at, occurrences, search_text, "
             f"embed_status, embedding FROM agent_memories WHERE {where}"))).all()
 
 
-async def test_a_repeated_turn_moves_to_its_newest_occurrence_and_is_re_embedded(memory, database):
+async def test_a_repeated_turn_moves_to_its_newest_occurrence_and_is_re_embedded(memory, engine_db):
     day1 = datetime(2025, 3, 1, 9, tzinfo=timezone.utc).timestamp()
     day9 = day1 + 8 * 86400
     old = [ev("hello there", day1 - 5), ev("My favourite tea is genmaicha.", day1)]
@@ -210,36 +210,36 @@ async def test_a_repeated_turn_moves_to_its_newest_occurrence_and_is_re_embedded
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=old, session_id="s1")
     await memory.flush()
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=new, session_id="s2")
-    (row,) = await stored(database, "content LIKE '%genmaicha%'")
+    (row,) = await stored(engine_db, "content LIKE '%genmaicha%'")
     assert row.created_at == datetime(2025, 3, 9, 9) and row.session_id == "s2" and row.content == new[1].content.parts[0].text
     assert row.occurrences == 2 and json.loads(row.event_ids) == [old[1].id, new[1].id]
     assert row.search_text.startswith("9 march 2025") and row.embed_status == "pending"  # the embedded text has the date
     await memory.flush()
-    (row,) = await stored(database, "content LIKE '%genmaicha%'")
+    (row,) = await stored(engine_db, "content LIKE '%genmaicha%'")
     want = HashEmbedder().embed([embedding_text("user", datetime(2025, 3, 9, 9), row.content)])[0]
     assert row.embed_status == "ready"
-    assert np.allclose(database.dialect.decode_vector(row.embedding), want, atol=1e-5)
+    assert np.allclose(engine_db.dialect.decode_vector(row.embedding), want, atol=1e-5)
     # recency sees the repeat: the memory ranks as of day 9
     hit = (await memory.search(APP, USER, "favourite tea", now=datetime(2025, 3, 9, 10, tzinfo=timezone.utc)))[0]
     assert "genmaicha" in hit.entry.content.parts[0].text and hit.entry.timestamp.startswith("2025-03-09")
     assert hit.entry.custom_metadata["occurrences"] == 2 and hit.signals.recency > 0.99
 
 
-async def test_an_older_repeat_arriving_later_counts_but_keeps_the_newer_date(memory, database):
+async def test_an_older_repeat_arriving_later_counts_but_keeps_the_newer_date(memory, engine_db):
     t = datetime(2025, 5, 1, tzinfo=timezone.utc).timestamp()
     later, earlier = ev("I moved to Porto last spring.", t), ev("I moved to Porto last spring.", t - 30 * 86400)
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[later], session_id="late")
     await memory.flush()
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier], session_id="early")
-    (row,) = await stored(database)
+    (row,) = await stored(engine_db)
     assert row.session_id == "late" and row.created_at == datetime(2025, 5, 1) and row.occurrences == 2
     assert json.loads(row.event_ids) == [later.id, earlier.id]
     assert row.embed_status == "ready"  # the embedded text did not change: no new vector needed
     # re-ingesting either event counts nothing more
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier, later], session_id="late")
-    assert (await stored(database))[0].occurrences == 2
+    assert (await stored(engine_db))[0].occurrences == 2
     # a batch holding a merged event and a new repeat counts the new one only
     third = ev("I moved to Porto last spring.", t + 86400)
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[earlier, third], session_id="third")
-    (row,) = await stored(database)
+    (row,) = await stored(engine_db)
     assert row.occurrences == 3 and row.session_id == "third" and row.created_at == datetime(2025, 5, 2)

@@ -19,6 +19,7 @@ from sqlalchemy import text
 
 from adk_oceanbase import OceanBaseSessionService
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, ScoreWeights
+from .engines import SCORING_PER_ENGINE, seekdb_only
 
 APP, USER = "ctx", "u1"
 
@@ -50,8 +51,8 @@ def settings(**weights: float) -> MemorySettings:
     return MemorySettings(bump_access=False, consolidate=False, vector_search="exact", weights=ScoreWeights(**weights))
 
 
-async def positions(database, session_id: str) -> dict[str, int | None]:
-    async with database.engine.connect() as conn:
+async def positions(engine_db, session_id: str) -> dict[str, int | None]:
+    async with engine_db.engine.connect() as conn:
         rows = (
             await conn.execute(
                 text("SELECT content, turn_pos FROM agent_memories WHERE session_id = :s"), {"s": session_id}
@@ -60,9 +61,9 @@ async def positions(database, session_id: str) -> dict[str, int | None]:
     return {r.content: r.turn_pos for r in rows}
 
 
-async def test_turn_positions_come_from_the_session_log_when_this_database_holds_it(database):
-    sessions = OceanBaseSessionService(database=database)
-    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings())
+async def test_turn_positions_come_from_the_session_log_when_this_database_holds_it(engine_db):
+    sessions = OceanBaseSessionService(database=engine_db)
+    memory = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings())
     try:
         s = await sessions.create_session(app_name=APP, user_id=USER)
         now = time.time()
@@ -70,20 +71,20 @@ async def test_turn_positions_come_from_the_session_log_when_this_database_holds
         for i, (author, txt) in enumerate(TRIP):
             await sessions.append_event(s, ev(author, txt, now + 1 + i))  # seq 2..5
         await memory.add_session_to_memory(await sessions.get_session(app_name=APP, user_id=USER, session_id=s.id))
-        assert await positions(database, s.id) == {txt: 2 + i for i, (_, txt) in enumerate(TRIP)}
+        assert await positions(engine_db, s.id) == {txt: 2 + i for i, (_, txt) in enumerate(TRIP)}
     finally:
         await memory.close()
         await sessions.close()
 
 
-async def test_turn_positions_without_a_stored_log(database):
-    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings())
+async def test_turn_positions_without_a_stored_log(engine_db):
+    memory = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings())
     now = time.time()
     try:
         # a whole session held in memory: its events' 1-based places
         held = Session(id="held", app_name=APP, user_id=USER, events=[ev(a, t, now + i) for i, (a, t) in enumerate(TRIP)])
         await memory.add_session_to_memory(held)
-        assert await positions(database, "held") == {t: i + 1 for i, (_, t) in enumerate(TRIP)}
+        assert await positions(engine_db, "held") == {t: i + 1 for i, (_, t) in enumerate(TRIP)}
         # batches of new events continue after the highest stored position
         await memory.add_events_to_memory(
             app_name=APP, user_id=USER, session_id="delta", events=[ev(a, t, now + i) for i, (a, t) in enumerate(FILLER[:2])]
@@ -91,10 +92,10 @@ async def test_turn_positions_without_a_stored_log(database):
         await memory.add_events_to_memory(
             app_name=APP, user_id=USER, session_id="delta", events=[ev(a, t, now + 9 + i) for i, (a, t) in enumerate(FILLER[2:4])]
         )
-        assert await positions(database, "delta") == {t: i + 1 for i, (_, t) in enumerate(FILLER[:4])}
+        assert await positions(engine_db, "delta") == {t: i + 1 for i, (_, t) in enumerate(FILLER[:4])}
         # turns outside any session have no place in a conversation
         await memory.add_events_to_memory(app_name=APP, user_id=USER, events=[ev("user", FILLER[4][1], now)])
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
             assert (await conn.execute(text("SELECT turn_pos FROM agent_memories WHERE session_id IS NULL"))).scalar() is None
     finally:
         await memory.close()
@@ -109,13 +110,13 @@ async def _ingest(memory: OceanBaseMemoryService) -> None:
     await memory.flush()
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_the_answer_next_to_the_question_rises_with_the_context_signal(database, scoring):
+@SCORING_PER_ENGINE
+async def test_the_answer_next_to_the_question_rises_with_the_context_signal(engine_db, engine, scoring):
     """``context_mode="best"``: a turn borrows its best neighbour's whole relevance (the gap mode: below)."""
     weights = dict(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0)
-    plain = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings(context=0.0, **weights))
+    plain = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=settings(context=0.0, **weights))
     with_ctx = OceanBaseMemoryService(
-        database=database,
+        database=engine_db,
         embedder=HashEmbedder(),
         settings=MemorySettings(
             bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
@@ -158,12 +159,12 @@ async def test_the_answer_next_to_the_question_rises_with_the_context_signal(dat
         await plain.close()
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_gap_context_lends_only_what_a_neighbour_has_beyond_the_turn_itself(database, scoring):
+@SCORING_PER_ENGINE
+async def test_gap_context_lends_only_what_a_neighbour_has_beyond_the_turn_itself(engine_db, engine, scoring):
     """``context_mode="gap"``: a turn's own relevance is not counted twice; the weaker turn of a pair borrows
     the difference, the stronger one nothing, so a borrower never outranks the turn it borrows from."""
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
-    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(
+    memory = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(
         bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
         context_mode="gap"))
     try:
@@ -201,13 +202,13 @@ def test_unknown_context_mode_is_a_configuration_error():
         MemorySettings(context_mode="mean")  # type: ignore[arg-type]
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("mode", ["best", "gap"])
-async def test_sql_and_numpy_agree_on_the_context_signal(pristine_database, mode):
-    database = pristine_database
+async def test_sql_and_numpy_agree_on_the_context_signal(engine_pristine_database, mode):
 
     def svc(scoring: str) -> OceanBaseMemoryService:
         return OceanBaseMemoryService(
-            database=database,
+            database=engine_pristine_database,
             embedder=HashEmbedder(),
             settings=MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
                                     context_mode=mode),
@@ -242,15 +243,15 @@ LONG_ANSWER = ("Three weeks in Lisbon with my cousins, mostly by the sea. " + " 
 """A long, self-contained turn (~870 characters) next to the question that matches the query."""
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("full_chars", [None, 200])
-async def test_a_long_turn_borrows_context_in_proportion_to_its_length(pristine_database, full_chars):
+async def test_a_long_turn_borrows_context_in_proportion_to_its_length(engine_pristine_database, full_chars):
     """``context_full_chars``: a turn longer than it borrows ``context * full_chars / its length``; shorter
     turns borrow it whole (``None``: every turn whole).  Both paths compute the same signal."""
-    database = pristine_database
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
 
     def svc(scoring: str) -> OceanBaseMemoryService:
-        return OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(
+        return OceanBaseMemoryService(database=engine_pristine_database, embedder=HashEmbedder(), settings=MemorySettings(
             bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
             context_mode="gap", context_full_chars=full_chars))
 
@@ -298,16 +299,16 @@ def test_context_full_chars_must_be_a_positive_integer():
             MemorySettings(context_full_chars=bad)  # type: ignore[arg-type]
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("long_lends_less", [True, False])
-async def test_a_long_neighbour_lends_in_proportion_to_its_length(pristine_database, long_lends_less):
+async def test_a_long_neighbour_lends_in_proportion_to_its_length(engine_pristine_database, long_lends_less):
     """``context_long_lends_less``: a short reply beside a long, matching turn borrows that turn's
     relevance times ``context_full_chars / its length`` (the whole relevance when off).  Both paths agree."""
-    database = pristine_database
     full_chars = 200
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
 
     def svc(scoring: str) -> OceanBaseMemoryService:
-        return OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(
+        return OceanBaseMemoryService(database=engine_pristine_database, embedder=HashEmbedder(), settings=MemorySettings(
             bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
             context_mode="gap", context_full_chars=full_chars, context_long_lends_less=long_lends_less))
 

@@ -31,8 +31,8 @@ def test_minilm_loads_offline_and_embeds_paraphrases_close(minilm):
 
 
 @pytest.mark.slow
-async def test_minilm_semantic_recall_without_shared_words(database, minilm):
-    svc = OceanBaseMemoryService(database=database, embedder=minilm, settings=MemorySettings(bump_access=False))
+async def test_minilm_semantic_recall_without_shared_words(engine_db, minilm):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=minilm, settings=MemorySettings(bump_access=False))
     try:
         texts = ["My favourite book is Dune by Frank Herbert.", "I adopted a golden retriever puppy last spring.",
                  "My sister works as a nurse in Lisbon.", "I'm allergic to shellfish."]

@@ -87,12 +87,12 @@ def facts(*items: dict) -> str:
     return json.dumps({"facts": list(items)})
 
 
-async def test_llm_extraction_stores_facts_with_provenance_and_is_idempotent(database):
+async def test_llm_extraction_stores_facts_with_provenance_and_is_idempotent(engine_db):
     llm = ScriptedLlm(script=lambda p: facts(
         {"text": "The user is vegetarian.", "importance": 0.9, "topics": ["diet"]},
         {"text": "The user is training for the Berlin marathon.", "importance": 0.6, "topics": ["sport", "travel"]},
     ))
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), extractor=LlmExtractor(llm),
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=LlmExtractor(llm),
                                  settings=MemorySettings(bump_access=False))
     try:
         now = time.time()
@@ -112,7 +112,7 @@ async def test_llm_extraction_stores_facts_with_provenance_and_is_idempotent(dat
         await svc.close()
 
 
-async def test_llm_contradiction_supersedes_the_old_fact(database):
+async def test_llm_contradiction_supersedes_the_old_fact(engine_db):
     def script(prompt: str) -> str:
         if "moved to Munich" in prompt:
             old = re.search(r"^(\w+): The user lives in Hamburg\.$", prompt, re.M)
@@ -121,7 +121,7 @@ async def test_llm_contradiction_supersedes_the_old_fact(database):
         return facts({"text": "The user lives in Hamburg.", "importance": 0.8, "topics": ["home"]})
 
     llm = ScriptedLlm(script=script)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), extractor=LlmExtractor(llm),
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=LlmExtractor(llm),
                                  settings=MemorySettings(bump_access=False))
     try:
         now = time.time()
@@ -132,7 +132,7 @@ async def test_llm_contradiction_supersedes_the_old_fact(database):
         assert "The user lives in Hamburg." in llm.prompts[1]  # existing memories were shown to the model
         hits = await svc.search(APP, USER, "where does the user live")
         assert [h.entry.content.parts[0].text for h in hits] == ["The user lives in Munich."]
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
             rows = dict((await conn.execute(text("SELECT content, superseded_by FROM agent_memories"))).all())
         assert rows["The user lives in Hamburg."] == hits[0].memory_id  # kept, marked superseded
     finally:

@@ -1,4 +1,8 @@
-"""Index upkeep: the vectorizer starts bounded HNSW rebuild checks as vectors pile up (seekdb)."""
+"""Index upkeep: the vectorizer starts bounded HNSW rebuild checks as vectors pile up (seekdb).
+
+seekdb (OceanBase) only, on the ``database`` fixture: MySQL/MariaDB have no vector index
+(``rebuild_vector_index`` answers ``False`` there, asserted in test_memory_service.py).
+"""
 
 from __future__ import annotations
 

@@ -50,24 +50,24 @@ class CountingEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-async def rows(database) -> dict[str, tuple]:
-    async with database.engine.connect() as conn:
+async def rows(engine_db) -> dict[str, tuple]:
+    async with engine_db.engine.connect() as conn:
         result = await conn.execute(text(
             "SELECT content, embed_status, embed_attempts, embedding_model FROM agent_memories"))
         return {r[0]: tuple(r[1:]) for r in result.all()}
 
 
-async def test_reembed_leaves_deleted_memories_deleted(database):
-    a = OceanBaseMemoryService(database=database, embedder=HashEmbedder(model_name="model-a"), settings=MemorySettings(**FAST))
+async def test_reembed_leaves_deleted_memories_deleted(engine_db):
+    a = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-a"), settings=MemorySettings(**FAST))
     await a.add_memory(app_name=APP, user_id=USER, memories=entries("keeps bees", "sails boats", "reads maps", ids=True))
     await a.flush()
     await a.delete_memory(app_name=APP, user_id=USER, memory_id="m1")
     await a.close()
-    b = OceanBaseMemoryService(database=database, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
+    b = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
     try:
         await b.reembed()
         await b.flush()
-        assert await rows(database) == {
+        assert await rows(engine_db) == {
             "keeps bees": ("ready", 0, "model-b"),
             "reads maps": ("ready", 0, "model-b"),
             "": ("deleted", 0, None),
@@ -77,14 +77,14 @@ async def test_reembed_leaves_deleted_memories_deleted(database):
         await b.close()
 
 
-async def test_a_row_that_never_embeds_gives_up_after_max_row_attempts(database):
+async def test_a_row_that_never_embeds_gives_up_after_max_row_attempts(engine_db):
     emb = CountingEmbedder()
     settings = MemorySettings(max_attempts=2, max_row_attempts=3, retry_interval_s=0.0, **FAST)
-    svc = OceanBaseMemoryService(database=database, embedder=emb, settings=settings)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=settings)
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries("keeps bees", "poison pill", "sails boats"))
         await svc.flush()
-        state = await rows(database)
+        state = await rows(engine_db)
         assert state["poison pill"][:2] == ("failed", 3)
         assert state["keeps bees"][0] == state["sails boats"][0] == "ready"  # not dragged down by their batch-mate
         calls = emb.seen["poison pill"]
@@ -92,7 +92,7 @@ async def test_a_row_that_never_embeds_gives_up_after_max_row_attempts(database)
     finally:
         await svc.close()
     # Neither this process's sweeps nor a new process's start-up sweep try it again...
-    again = OceanBaseMemoryService(database=database, embedder=emb, settings=settings)
+    again = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=settings)
     try:
         await again.flush()
         assert emb.seen["poison pill"] == calls
@@ -100,23 +100,23 @@ async def test_a_row_that_never_embeds_gives_up_after_max_row_attempts(database)
         assert await again.retry_failed_embeddings() == 1
         await again.flush()
         assert emb.seen["poison pill"] > calls
-        assert (await rows(database))["poison pill"][:2] == ("failed", 3)
+        assert (await rows(engine_db))["poison pill"][:2] == ("failed", 3)
     finally:
         await again.close()
 
 
-async def test_two_vectorizers_embed_each_row_exactly_once(database, migrated_url):
+async def test_two_vectorizers_embed_each_row_exactly_once(engine_db, engine_migrated_url):
     gate = threading.Event()
     first = CountingEmbedder(gate)
-    a = OceanBaseMemoryService(database=database, embedder=first, settings=MemorySettings(batch_size=4, **FAST))
-    other_db = Database(Config.from_url(migrated_url))  # its own pool: like a second process
+    a = OceanBaseMemoryService(database=engine_db, embedder=first, settings=MemorySettings(batch_size=4, **FAST))
+    other_db = Database(Config.from_url(engine_migrated_url))  # its own pool: like a second process
     second = CountingEmbedder()
     b = OceanBaseMemoryService(database=other_db, embedder=second, settings=MemorySettings(batch_size=4, **FAST))
     bodies = [f"fact number {i} about topic {i * 7}" for i in range(20)]
     try:
         await a.add_memory(app_name=APP, user_id=USER, memories=entries(*bodies))
         for _ in range(1000):  # until a's worker has claimed its first batch and waits in the model
-            if "embedding" in {s for s, *_ in (await rows(database)).values()}:
+            if "embedding" in {s for s, *_ in (await rows(engine_db)).values()}:
                 break
             await asyncio.sleep(0.01)
         else:
@@ -126,7 +126,7 @@ async def test_two_vectorizers_embed_each_row_exactly_once(database, migrated_ur
         await a.flush()
         assert set((first.seen + second.seen).items()) == {(body, 1) for body in bodies}
         assert first.seen and second.seen
-        assert {s for s, *_ in (await rows(database)).values()} == {"ready"}
+        assert {s for s, *_ in (await rows(engine_db)).values()} == {"ready"}
     finally:
         gate.set()
         await a.close()
@@ -134,10 +134,10 @@ async def test_two_vectorizers_embed_each_row_exactly_once(database, migrated_ur
         await other_db.close()
 
 
-async def test_close_returns_in_time_when_the_embedder_hangs(database):
+async def test_close_returns_in_time_when_the_embedder_hangs(engine_db):
     gate = threading.Event()
     svc = OceanBaseMemoryService(
-        database=database, embedder=CountingEmbedder(gate), settings=MemorySettings(close_timeout_s=0.2, **FAST)
+        database=engine_db, embedder=CountingEmbedder(gate), settings=MemorySettings(close_timeout_s=0.2, **FAST)
     )
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries("keeps bees", "sails boats"))
@@ -145,15 +145,15 @@ async def test_close_returns_in_time_when_the_embedder_hangs(database):
     finally:
         gate.set()
     # the claim was given back: the next process embeds the rows at once, not after the lease
-    assert {s for s, *_ in (await rows(database)).values()} == {"pending"}
+    assert {s for s, *_ in (await rows(engine_db)).values()} == {"pending"}
 
 
-async def test_background_compactor_close_returns_when_the_summarizer_hangs(database):
+async def test_background_compactor_close_returns_when_the_summarizer_hangs(engine_db):
     class Hanging:
         async def maybe_summarize_events(self, *, events):
             await asyncio.Event().wait()
 
-    sessions = OceanBaseSessionService(database=database)
+    sessions = OceanBaseSessionService(database=engine_db)
     s = await sessions.create_session(app_name=APP, user_id=USER)
     for i in range(8):
         s = await sessions.get_session(app_name=APP, user_id=USER, session_id=s.id)
@@ -166,16 +166,16 @@ async def test_background_compactor_close_returns_when_the_summarizer_hangs(data
     assert len(full.events) == 8  # the cut-short compaction wrote nothing
 
 
-async def test_concurrent_adds_of_overlapping_sessions(database, migrated_url):
+async def test_concurrent_adds_of_overlapping_sessions(engine_db, engine_migrated_url):
     now = time.time()
     events = [
         Event(id=f"e{i}", invocation_id="inv", author="user" if i % 2 == 0 else "agent", timestamp=now - 100 + i,
               content=types.Content(parts=[types.Part.from_text(text=f"turn {i}: the weather in city {i} is mild")]))
         for i in range(30)
     ]
-    other_db = Database(Config.from_url(migrated_url))
+    other_db = Database(Config.from_url(engine_migrated_url))
     services = [OceanBaseMemoryService(database=d, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
-                for d in (database, other_db)]
+                for d in (engine_db, other_db)]
     try:
         # the same session at ten lengths (a Runner adding it after every turn), from two "processes"
         await asyncio.gather(*(
@@ -183,7 +183,7 @@ async def test_concurrent_adds_of_overlapping_sessions(database, migrated_url):
                 Session(id="s1", app_name=APP, user_id=USER, last_update_time=now, events=events[: 12 + 2 * n]))
             for n in range(10)
         ))
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
             stored = (await conn.execute(text("SELECT content FROM agent_memories"))).scalars().all()
         assert sorted(stored) == sorted(e.content.parts[0].text for e in events)
     finally:

@@ -56,10 +56,10 @@ def test_constructing_the_memory_service_loads_no_model(tmp_path):
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
-async def test_search_while_the_model_loads_falls_back_to_fulltext(database):
+async def test_search_while_the_model_loads_falls_back_to_fulltext(engine_db):
     emb = GatedEmbedder()
     memory = OceanBaseMemoryService(
-        database=database, embedder=emb, settings=MemorySettings(model_wait_s=0.05, bump_access=False)
+        database=engine_db, embedder=emb, settings=MemorySettings(model_wait_s=0.05, bump_access=False)
     )
     try:
         now = datetime.now(timezone.utc).isoformat()

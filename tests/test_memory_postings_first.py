@@ -142,10 +142,10 @@ async def test_gated_search_gets_the_row_first_coverage(db):
         await postings_first.close()
 
 
-async def test_statistics_variables_hold_the_inline_statistics(database):
+async def test_statistics_variables_hold_the_inline_statistics(engine_db):
     """``bm25_statistics`` sets the values the inline CTEs compute: each term's weight (a repeated
     query term counts twice), the length factor and the idf mass (an unseen term at the highest idf)."""
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**BASE))
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(**BASE))
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries("m", 60, seed=2))
         await svc.flush()
@@ -154,7 +154,7 @@ async def test_statistics_variables_hold_the_inline_statistics(database):
         ctes = bm25_ctes(terms, "1 = 1", params, 10)[:4]  # st, df, idf, qm
         inline = text(f"WITH {', '.join(ctes)} SELECT :kb / CAST(st.avgdl AS DOUBLE), qm.mass, "
                       "(SELECT w FROM idf WHERE term = :qt0), (SELECT w FROM idf WHERE term = :qt1) FROM st CROSS JOIN qm")
-        async with raw_transaction(database.engine) as tx:
+        async with raw_transaction(engine_db.engine) as tx:
             stats, params_s = bm25_statistics(APP, USER, terms)
             (_, want), _, (_, got) = await tx.batch([
                 (inline, params), (stats, params_s),
@@ -179,17 +179,19 @@ async def test_statistics_variables_hold_the_inline_statistics(database):
         bm25_ctes({"coffee": 1}, "1 = 1", {}, 10, overfetch=2, statistics="cached")
 
 
-async def test_statistics_and_search_read_one_snapshot(database):
+async def test_statistics_and_search_read_one_snapshot(engine_db, engine):
     """The statistics and the search are two statements; ``snapshot_reads`` puts them in one snapshot,
-    so a memory committed between them counts in both or in neither (seekdb defaults to READ COMMITTED)."""
+    so a memory committed between them counts in both or in neither (seekdb defaults to READ COMMITTED;
+    MariaDB's InnoDB to REPEATABLE READ, where a plain transaction reads one snapshot already)."""
     count = text("SELECT COUNT(*) FROM agent_memories WHERE app_name = :app AND user_id = :user")
     params = {"app": APP, "user": USER}
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**BASE))
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(**BASE))
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries("m", 5, seed=1))
         await svc.flush()
-        for seed, (first, expect_same) in enumerate(((snapshot_reads(), True), ((text("SELECT 1"), {}), False))):
-            async with raw_transaction(database.engine) as tx:
+        plain_is_one_snapshot = engine == "mariadb"
+        for seed, (first, expect_same) in enumerate(((snapshot_reads(), True), ((text("SELECT 1"), {}), plain_is_one_snapshot))):
+            async with raw_transaction(engine_db.engine) as tx:
                 _, (_, before) = await tx.batch([first, (count, params)])
                 await svc.add_memory(app_name=APP, user_id=USER, memories=entries(f"n{seed}", 1, seed=20 + seed))
                 (_, after), = await tx.batch([(count, params)])

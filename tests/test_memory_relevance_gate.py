@@ -3,7 +3,7 @@
 Without the gate a search always returns ``top_k`` memories: recency and
 importance add near-constants, so unrelated memories fill the list.  These
 tests run both scoring paths on seekdb (SQL and the numpy mirror) and check
-they agree with the gate on.  The lexical evidence is the per-user BM25
+they agree with the gate on; the numpy path runs on MariaDB too.  The lexical evidence is the per-user BM25
 coverage ``ft_cov`` (share of the query's IDF mass matched), so a rare name
 is evidence and a word most memories contain is not.
 """
@@ -24,6 +24,7 @@ from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemorySe
 from adk_oceanbase.memory import relevance as rv
 from tests.test_memory_context import FILLER, TRIP, ev
 from tests.test_memory_ranking import APP, QUERIES, USER, _seeded
+from .engines import SCORING_PER_ENGINE, seekdb_only
 
 CLOCK = datetime(2025, 6, 1, 12, tzinfo=timezone.utc)
 """When the hand-made memories below are dated: a fixed day, since each memory's date is embedded
@@ -51,8 +52,8 @@ def test_masks_follow_the_floors_and_the_margin():
 
 # ------------------------------------------------------------------ on seekdb
 @pytest.fixture
-async def gated(pristine_database):
-    svc = await _seeded(pristine_database)
+async def gated(engine_pristine_database):
+    svc = await _seeded(engine_pristine_database)
     svc.settings = dataclasses.replace(svc.settings, **GATE)
     np_svc = OceanBaseMemoryService(database=svc.database, embedder=svc.embedder,
                                     settings=dataclasses.replace(svc.settings, scoring="numpy"))
@@ -82,6 +83,7 @@ async def test_real_matches_still_return_and_every_hit_has_evidence(gated):
             assert h.signals.semantic >= GATE["relevance_min_similarity"] or h.signals.ft_cov >= 0.5, (query, h)
 
 
+@seekdb_only("compares the SQL scoring path with its numpy mirror: the SQL path needs cosine_distance (OceanBase/seekdb)")
 @pytest.mark.parametrize("fill", [None, 0.15])
 async def test_sql_and_numpy_paths_agree_with_the_gate_on(gated, fill):
     sql_svc, np_svc = gated
@@ -99,8 +101,8 @@ async def test_sql_and_numpy_paths_agree_with_the_gate_on(gated, fill):
     assert compared > 30
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_recency_cannot_lift_a_weak_match_over_a_strong_one_within_the_margin(database, scoring):
+@SCORING_PER_ENGINE
+async def test_recency_cannot_lift_a_weak_match_over_a_strong_one_within_the_margin(engine_db, engine, scoring):
     now = CLOCK
     old = MemoryEntry(id="strong", author="user", timestamp=(now - timedelta(days=900)).isoformat(),
                       content=types.Content(parts=[types.Part.from_text(text="my sister works as a nurse in kyoto")]))
@@ -110,7 +112,7 @@ async def test_recency_cannot_lift_a_weak_match_over_a_strong_one_within_the_mar
     base = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
                           recency_half_life_s=30 * 86400.0, relevance_min_similarity=0.9,
                           relevance_min_lexical=0.3)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=base)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=base)
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=[old, new])
         await svc.flush()
@@ -133,12 +135,12 @@ async def store_trip_and_filler(svc: OceanBaseMemoryService, t0: float) -> None:
     await svc.flush()
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_a_turn_next_to_an_eligible_turn_is_eligible_when_neighbours_count(database, scoring):
+@SCORING_PER_ENGINE
+async def test_a_turn_next_to_an_eligible_turn_is_eligible_when_neighbours_count(engine_db, engine, scoring):
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
     s = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
                        context_window=1, relevance_min_similarity=0.5, relevance_min_lexical=0.99)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=s)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=s)
     t0 = time.time() - 3600
     try:
         await store_trip_and_filler(svc, t0)
@@ -165,14 +167,14 @@ async def test_the_fill_margin_brings_near_matches_along_but_never_answers_the_u
         assert await svc.search(APP, USER, "quarterly zeppelin maintenance invoices", top_k=10) == []
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_a_rare_name_is_lexical_evidence_and_a_common_word_is_not(database, scoring):
+@SCORING_PER_ENGINE
+async def test_a_rare_name_is_lexical_evidence_and_a_common_word_is_not(engine_db, engine, scoring):
     """The floor applies to the IDF-weighted coverage: with the unweighted share of query terms, each
     memory below matches one of the query's two terms (0.5) and all of them would pass."""
     weights = ScoreWeights(semantic=0.5, fulltext=0.5, recency=0.0, frequency=0.0, importance=0.0, context=0.0)
     s = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring, weights=weights,
                        relevance_min_lexical=0.5)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=s)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=s)
     now = CLOCK
     bodies = [f"had coffee at the station, day {i}" for i in range(30)] + ["Zorblat fixed the boiler", "the cat sleeps"]
     entries = [MemoryEntry(id=f"r{i:02d}", author="user", timestamp=(now - timedelta(hours=i)).isoformat(),
@@ -194,12 +196,12 @@ async def test_a_rare_name_is_lexical_evidence_and_a_common_word_is_not(database
         await svc.close()
 
 
-async def test_the_lexical_floor_still_sees_full_text_with_a_zero_full_text_weight(database):
+async def test_the_lexical_floor_still_sees_full_text_with_a_zero_full_text_weight(engine_db):
     """The floor reads the BM25 candidates' coverage, so they are fetched even when full text weighs 0."""
     weights = ScoreWeights(semantic=1.0, fulltext=0.0, recency=0.0, frequency=0.0, importance=0.0, context=0.0)
     s = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", weights=weights,
                        relevance_min_lexical=0.5)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=s)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=s)
     entry = MemoryEntry(id="z1", author="user", timestamp=datetime.now(timezone.utc).isoformat(),
                         content=types.Content(parts=[types.Part.from_text(text="Zorblat fixed the boiler")]))
     try:
@@ -210,14 +212,14 @@ async def test_the_lexical_floor_still_sees_full_text_with_a_zero_full_text_weig
         await svc.close()
 
 
-@pytest.mark.parametrize("scoring", ["sql", "numpy"])
-async def test_with_a_wide_fill_margin_an_answerable_query_ranks_as_without_the_gate(database, scoring):
+@SCORING_PER_ENGINE
+async def test_with_a_wide_fill_margin_an_answerable_query_ranks_as_without_the_gate(engine_db, engine, scoring):
     """The gate decides what may be returned, not how it ranks: context and version are computed
     from every candidate (when only eligible memories lent context, LoCoMo tune R@10 fell 0.746 -> 0.733)."""
     weights = ScoreWeights(semantic=0.7, fulltext=0.3, recency=0.0, frequency=0.0, importance=0.0, context=0.5)
     off = MemorySettings(bump_access=False, consolidate=False, vector_search="exact", scoring=scoring,
                          weights=weights, context_window=2)
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=off)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=off)
     t0 = time.time() - 3600
     try:
         await store_trip_and_filler(svc, t0)

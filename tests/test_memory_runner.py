@@ -64,9 +64,9 @@ async def run_turn(runner: Runner, session_id: str, message: str) -> str:
 
 
 @pytest.mark.parametrize("use_tool", [False, True], ids=["preload_memory", "load_memory"])
-async def test_fact_from_an_earlier_session_is_recalled_in_a_new_one(database, use_tool):
-    sessions = OceanBaseSessionService(database=database)
-    memory = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
+async def test_fact_from_an_earlier_session_is_recalled_in_a_new_one(engine_db, use_tool):
+    sessions = OceanBaseSessionService(database=engine_db)
+    memory = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
     llm = RecallLlm(use_tool=use_tool)
     agent = LlmAgent(name="assistant", model=llm, instruction="Be helpful.",
                      tools=[load_memory_tool if use_tool else preload_memory_tool])

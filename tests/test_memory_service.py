@@ -15,6 +15,7 @@ from sqlalchemy import text
 
 from adk_oceanbase.errors import InvalidIdentifierError
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService, SearchFilters
+from .engines import seekdb_only
 
 APP, USER = "app", "u1"
 
@@ -30,18 +31,18 @@ def ev(author: str, txt: str, ts: float, eid: str | None = None) -> Event:
 
 
 @pytest.fixture
-async def memory(database):
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
+async def memory(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False))
     yield svc
     await svc.close()
 
 
-async def count_rows(database, where: str = "1=1") -> int:
-    async with database.engine.connect() as conn:
+async def count_rows(engine_db, where: str = "1=1") -> int:
+    async with engine_db.engine.connect() as conn:
         return (await conn.execute(text(f"SELECT COUNT(*) FROM agent_memories WHERE {where}"))).scalar_one()
 
 
-async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, database):
+async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, engine_db):
     now = time.time()
     session = Session(
         id="s1", app_name=APP, user_id=USER, last_update_time=now,
@@ -54,9 +55,9 @@ async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, da
         ],
     )
     await memory.add_session_to_memory(session)
-    assert await count_rows(database) == 3
+    assert await count_rows(engine_db) == 3
     await memory.flush()
-    assert await count_rows(database, "embed_status = 'ready'") == 3
+    assert await count_rows(engine_db, "embed_status = 'ready'") == 3
 
     res = await memory.search_memory(app_name=APP, user_id=USER, query="Where does Anna live?")
     assert res.memories, "expected a hit"
@@ -75,19 +76,19 @@ async def test_session_turns_become_memories_and_trivial_turns_do_not(memory, da
     assert zh[0].signals.fulltext == pytest.approx(1.0)
 
 
-async def test_add_events_is_idempotent_per_event_id(memory, database):
+async def test_add_events_is_idempotent_per_event_id(memory, engine_db):
     now = time.time()
     events = [ev("user", "I am allergic to peanuts and shellfish.", now, "e1"), ev("agent", "Noted your allergies.", now + 1, "e2")]
     for _ in range(3):
         await memory.add_events_to_memory(app_name=APP, user_id=USER, events=events, session_id="s1")
-    assert await count_rows(database) == 2
+    assert await count_rows(engine_db) == 2
     # A later delta with one old and one new event adds only the new one.
     more = events[:1] + [ev("user", "My blood type is O negative.", now + 2, "e3")]
     await memory.add_events_to_memory(app_name=APP, user_id=USER, events=more, session_id="s1")
-    assert await count_rows(database) == 3
+    assert await count_rows(engine_db) == 3
 
 
-async def test_add_memory_and_delete_keeps_a_tombstone(memory, database):
+async def test_add_memory_and_delete_keeps_a_tombstone(memory, engine_db):
     await memory.add_memory(
         app_name=APP, user_id=USER,
         memories=[
@@ -106,16 +107,16 @@ async def test_add_memory_and_delete_keeps_a_tombstone(memory, database):
 
     await memory.delete_memory(app_name=APP, user_id=USER, memory_id="m1")
     assert all(h.memory_id != "m1" for h in await memory.search(APP, USER, "dog Biscuit"))
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         row = (await conn.execute(text("SELECT content, embedding, embed_status FROM agent_memories WHERE memory_id='m1'"))).one()
     assert row == ("", None, "deleted")
     # Adding the same entry again does not resurrect the deleted memory.
     await memory.add_memory(app_name=APP, user_id=USER, memories=[
         MemoryEntry(id="m1", content=types.Content(parts=[types.Part.from_text(text="The user's dog is called Biscuit.")]))])
-    assert await count_rows(database, "embed_status = 'deleted'") == 1
+    assert await count_rows(engine_db, "embed_status = 'deleted'") == 1
 
 
-async def test_deleted_turn_is_not_reingested_with_its_session(memory, database):
+async def test_deleted_turn_is_not_reingested_with_its_session(memory, engine_db):
     now = time.time()
     session = Session(id="s1", app_name=APP, user_id=USER, last_update_time=now,
                       events=[ev("user", "My locker code is 4471, please remember.", now, "e1")])
@@ -164,8 +165,8 @@ async def test_filters_topics_author_session_time(memory):
     assert sorted(h.memory_id for h in await memory.search(APP, USER, "Kyoto", filters={"topics": ["travel"], "author": "agent"})) == ["t2"]
 
 
-async def test_access_count_bumped_in_one_statement_and_frequency_signal(database):
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder())
+async def test_access_count_bumped_in_one_statement_and_frequency_signal(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder())
     try:
         now = time.time()
         await svc.add_events_to_memory(app_name=APP, user_id=USER, events=[
@@ -175,7 +176,7 @@ async def test_access_count_bumped_in_one_statement_and_frequency_signal(databas
             hits = await svc.search(APP, USER, "wifi password", top_k=1)
         assert hits[0].entry.custom_metadata["access_count"] == 2  # read before this search's bump
         assert hits[0].signals.frequency > 0
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
             rows = dict((await conn.execute(text("SELECT content, access_count FROM agent_memories"))).all())
         assert rows["The wifi password at home is sunflower42."] == 3
         assert rows["The garage door code is 1234."] == 0
@@ -203,12 +204,12 @@ async def test_min_score_and_weights_change_the_ranking(memory):
     assert [h.memory_id for h in await memory.search(APP, USER, "favourite colour green", weights={"recency": 2.0}, min_score=best - 1e-6)] == ["new"]
 
 
-async def test_add_session_to_memory_reads_turns_that_compaction_archived(memory, database):
+async def test_add_session_to_memory_reads_turns_that_compaction_archived(memory, engine_db):
     """The default get_session leaves archived events out; the memory still gets every turn."""
     from adk_oceanbase import OceanBaseSessionService
     from adk_oceanbase.compaction import KeepLastN, compact_session
 
-    sessions = OceanBaseSessionService(database=database)
+    sessions = OceanBaseSessionService(database=engine_db)
     s = await sessions.create_session(app_name=APP, user_id=USER)
     t0 = time.time() - 3600
     turns = [f"Fact number {i}: my locker code at the gym is {1000 + i}" for i in range(30)]
@@ -221,39 +222,40 @@ async def test_add_session_to_memory_reads_turns_that_compaction_archived(memory
     seen = {e.content.parts[0].text for e in loaded.events if e.content and e.content.parts and e.content.parts[0].text}
     assert turns[0] not in seen  # the premise: the first turns were archived
     await memory.add_session_to_memory(loaded)
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         stored = {r[0] for r in await conn.execute(text("SELECT content FROM agent_memories WHERE session_id = :s"), {"s": s.id})}
     assert set(turns) <= stored
     # A session this database does not hold falls back to session.events.
     other = Session(id="elsewhere", app_name=APP, user_id=USER, last_update_time=t0,
                     events=[ev("user", "I keep my passport in the blue drawer.", t0)])
     await memory.add_session_to_memory(other)
-    assert await count_rows(database, "session_id = 'elsewhere'") == 1
+    assert await count_rows(engine_db, "session_id = 'elsewhere'") == 1
 
 
-async def test_rebuild_vector_index_keeps_search_working(memory, database):
+async def test_rebuild_vector_index_keeps_search_working(memory, engine):
+    """OceanBase/seekdb rebuild their HNSW index; MySQL/MariaDB have none and say so (``False``)."""
     await memory.add_memory(app_name=APP, user_id=USER, memories=[
         MemoryEntry(author="user", content=types.Content(parts=[types.Part.from_text(text=t)]))
         for t in ("I keep bees on the roof", "My car is a blue Volvo", "I teach piano on Sundays")])
     await memory.flush()
-    assert await memory.rebuild_vector_index() is True
+    assert await memory.rebuild_vector_index() is (engine == "seekdb")
     hits = await memory.search(APP, USER, "what car do I drive?", top_k=1)
     assert hits[0].entry.content.parts[0].text == "My car is a blue Volvo"
 
 
-async def test_search_memory_size_and_access_counting_come_from_settings(database):
+async def test_search_memory_size_and_access_counting_come_from_settings(engine_db):
     """ADK's tools call search_memory: how many it returns and whether that is an access are settings."""
     texts = [f"The locker number {i} belongs to the swimming club." for i in range(6)]
 
     async def access_counts() -> list[int]:
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
             return sorted((await conn.execute(text("SELECT access_count FROM agent_memories"))).scalars())
 
     quiet = OceanBaseMemoryService(
-        database=database, embedder=HashEmbedder(),
+        database=engine_db, embedder=HashEmbedder(),
         settings=MemorySettings(top_k=5, search_memory_top_k=2, search_memory_counts_access=False),
     )
-    counting = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(top_k=5))
+    counting = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(top_k=5))
     try:
         now = time.time()
         await quiet.add_events_to_memory(app_name=APP, user_id=USER, events=[ev("user", t, now - i) for i, t in enumerate(texts)])
@@ -272,7 +274,8 @@ async def test_search_memory_size_and_access_counting_come_from_settings(databas
         await counting.close()
 
 
-async def test_search_is_one_round_trip_and_a_failed_read_runs_once_more(memory, database, monkeypatch):
+@seekdb_only("the one-round-trip batch is the SQL search path (cosine_distance); MySQL/MariaDB fetch and score in numpy")
+async def test_search_is_one_round_trip_and_a_failed_read_runs_once_more(memory, engine_db, monkeypatch):
     """The SQL search sends its vector SET, statement and COMMIT together (``_read_batch``); a read
     failing with a listed server error (seekdb's rare 4016 on searches) runs once more, then raises."""
     from adk_oceanbase import _lifecycle

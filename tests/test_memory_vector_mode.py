@@ -1,4 +1,8 @@
-"""``vector_search="auto"``: small users are scanned exactly, big ones use the HNSW index (seekdb)."""
+"""``vector_search="auto"``: small users are scanned exactly, big ones use the HNSW index (seekdb).
+
+seekdb (OceanBase) only, on the ``database`` fixture: MySQL/MariaDB have no vector index
+(``rebuild_vector_index`` answers ``False`` there, asserted in test_memory_service.py).
+"""
 
 from __future__ import annotations
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 
 import pytest
 from google.adk.memory.memory_entry import MemoryEntry
@@ -40,18 +39,18 @@ class FlakyEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-async def statuses(database) -> dict[str, int]:
-    async with database.engine.connect() as conn:
+async def statuses(engine_db) -> dict[str, int]:
+    async with engine_db.engine.connect() as conn:
         return dict((await conn.execute(text("SELECT embed_status, COUNT(*) FROM agent_memories GROUP BY embed_status"))).all())
 
 
-async def test_failed_embedding_is_retried_then_stored(database):
+async def test_failed_embedding_is_retried_then_stored(engine_db):
     emb = FlakyEmbedder(failures=2)
-    svc = OceanBaseMemoryService(database=database, embedder=emb, settings=MemorySettings(max_attempts=4, **FAST))
+    svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=MemorySettings(max_attempts=4, **FAST))
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries(5))
         await svc.flush()
-        assert await statuses(database) == {"ready": 5}
+        assert await statuses(engine_db) == {"ready": 5}
         assert svc.vectorizer.stats["failed_attempts"] == 2
         assert threading.get_ident() not in emb.threads  # the model never ran on the event loop thread
         assert len(await svc.search(APP, USER, "fact number 3")) > 0
@@ -59,107 +58,142 @@ async def test_failed_embedding_is_retried_then_stored(database):
         await svc.close()
 
 
-async def test_rows_are_never_lost_when_the_embedder_is_down(database):
+async def until_statuses(engine_db, want: dict[str, int]) -> None:
+    """Waits for the rows to reach ``want``: an event the worker causes, not a time it must meet.
+
+    The 120 s bound only turns a worker that never gets there into a failure that names it,
+    before the per-test timeout would.
+    """
+    async def reached() -> None:
+        while await statuses(engine_db) != want:
+            await asyncio.sleep(0.05)
+
+    try:
+        await asyncio.wait_for(reached(), 120)
+    except TimeoutError:
+        pytest.fail(f"rows never reached {want}: {await statuses(engine_db)}")
+
+
+async def test_rows_are_never_lost_when_the_embedder_is_down(engine_db):
     emb = FlakyEmbedder()
     emb.broken = True
-    # retry_interval_s leaves the checks below time to run before a second round could (under load,
-    # 0.2 s was not always enough: a second failed round before the backend recovers counts twice)
-    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, retry_interval_s=1.0, **FAST)
-    svc = OceanBaseMemoryService(database=database, embedder=emb, settings=settings)
+    # A failed round's rows wait retry_interval_s: an hour, so no second round can run (and count a
+    # second attempt) while the checks below run, however slow the machine; the test then moves
+    # the rows' clock back instead of waiting.
+    settings = MemorySettings(max_attempts=2, sweep_interval_s=0.2, retry_interval_s=3600.0, **FAST)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=settings)
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries(3))
         await svc.flush()
-        assert await statuses(database) == {"pending": 3}  # a round failed; the next waits retry_interval_s
+        assert await statuses(engine_db) == {"pending": 3}  # a round failed; the next waits retry_interval_s
         # Full-text still finds them, but never through a half-made vector.
         hits = await svc.search(APP, USER, "fact number")
         assert hits and all(h.signals.semantic == 0 for h in hits)
-        emb.broken = False  # the backend recovers; the periodic sweep picks the rows up again
-        deadline = asyncio.get_running_loop().time() + 30  # the sweep runs every 0.2 s; a loaded CI box is slow
-        while await statuses(database) != {"ready": 3} and asyncio.get_running_loop().time() < deadline:
-            await asyncio.sleep(0.05)
-        assert await statuses(database) == {"ready": 3}
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
+            assert {r[0] for r in await conn.execute(text("SELECT embed_attempts FROM agent_memories"))} == {1}
+        calls = emb.calls
+        emb.broken = False  # the backend recovers; the periodic sweep picks the rows up once their pause is over
+        async with engine_db.engine.begin() as conn:  # as if retry_interval_s had passed
+            await conn.execute(text("UPDATE agent_memories SET updated_at = updated_at - INTERVAL 2 HOUR"))
+        await until_statuses(engine_db, {"ready": 3})
+        assert emb.calls > calls  # embedded by the sweep's round, after the recovery
+        async with engine_db.engine.connect() as conn:
             attempts = {r[0] for r in (await conn.execute(text("SELECT embed_attempts FROM agent_memories"))).all()}
         assert attempts == {1}
     finally:
         await svc.close()
 
 
-async def test_rows_left_by_a_dead_process_are_picked_up_by_the_next(database):
-    svc1 = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
+async def test_rows_left_by_a_dead_process_are_picked_up_by_the_next(engine_db):
+    svc1 = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
     await svc1.add_memory(app_name=APP, user_id=USER, memories=entries(4))
     await svc1.close()
-    async with database.engine.begin() as conn:  # as if the process died: two rows claimed long ago, two pending
+    async with engine_db.engine.begin() as conn:  # as if the process died: two rows claimed long ago, two pending
         await conn.execute(text("UPDATE agent_memories SET embed_status = 'pending', embedding = NULL"))
         await conn.execute(text(
             "UPDATE agent_memories SET embed_status = 'embedding', embed_claim = 'dead', "
             "embed_claimed_at = '2020-01-01' WHERE memory_id IN "
             "(SELECT memory_id FROM (SELECT memory_id FROM agent_memories ORDER BY memory_id LIMIT 2) x)"))
-    svc2 = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
+    svc2 = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(**FAST))
     try:
         await svc2.flush()
-        assert await statuses(database) == {"ready": 4}
+        assert await statuses(engine_db) == {"ready": 4}
     finally:
         await svc2.close()
 
 
-async def test_backpressure_overflow_stays_pending_until_swept(database):
-    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=MemorySettings(queue_size=3, batch_size=2, **FAST))
+async def test_backpressure_overflow_stays_pending_until_swept(engine_db):
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), settings=MemorySettings(queue_size=3, batch_size=2, **FAST))
     try:
         await svc.add_memory(app_name=APP, user_id=USER, memories=entries(25))
         assert svc.vectorizer.stats["dropped_to_backlog"] > 0
         await svc.flush()
-        assert await statuses(database) == {"ready": 25}
+        assert await statuses(engine_db) == {"ready": 25}
         assert svc.vectorizer.stats["embedded"] == 25
     finally:
         await svc.close()
 
 
-async def test_ingest_does_not_wait_for_a_slow_model_and_close_drains(database):
-    class Slow(HashEmbedder):
-        def embed(self, texts):
-            time.sleep(0.5)
-            return super().embed(texts)
+class GatedEmbedder(HashEmbedder):
+    """Once armed, each call says it started and then waits for the test to release it."""
 
-    svc = OceanBaseMemoryService(database=database, embedder=Slow(), settings=MemorySettings(batch_size=64, **FAST))
+    def __init__(self):
+        super().__init__()
+        self.armed = False
+        self.started = threading.Event()
+        self.release = threading.Event()
+        self.threads: set[int] = set()
+
+    def embed(self, texts):
+        self.threads.add(threading.get_ident())
+        if self.armed:
+            self.started.set()
+            if not self.release.wait(timeout=120):
+                raise TimeoutError("the test never released the model")
+        return super().embed(texts)
+
+
+async def test_ingest_does_not_wait_for_a_slow_model_and_close_drains(engine_db):
+    """Gated on events, not the clock: the model is held mid-call until the test has seen ingest
+    return and the event loop serve a query; a regression makes ``add_memory`` wait for the release."""
+    emb = GatedEmbedder()
+    svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=MemorySettings(batch_size=64, **FAST))
     await svc.add_memory(app_name=APP, user_id=USER, memories=entries(1, "warm"))  # schema check, worker start
-    ticks = 0
-
-    async def ticker():
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    t = asyncio.create_task(ticker())
+    await svc.flush()
+    emb.armed = True
     try:
-        t0 = time.perf_counter()
-        await svc.add_memory(app_name=APP, user_id=USER, memories=entries(10))
-        assert time.perf_counter() - t0 < 0.4, "add_memory waited for the embedding model"
-        assert (await statuses(database)).get("pending", 0) >= 1
+        # Would never return if ingest waited for the model: the bound turns that hang into a failure.
+        await asyncio.wait_for(svc.add_memory(app_name=APP, user_id=USER, memories=entries(10)), 120)
+        assert not emb.release.is_set()
+        assert await asyncio.to_thread(emb.started.wait, 120), "the worker never called the model"
+        # The model is mid-call now; the event loop still serves a query meanwhile.
+        during = await statuses(engine_db)
+        assert during.get("ready") == 1 and sum(during.values()) == 11, during
+        assert threading.get_ident() not in emb.threads  # the model never ran on the event loop thread
+        emb.release.set()
         await svc.close()  # drains: everything embedded before close returns
-        assert await statuses(database) == {"ready": 11}
-        assert ticks >= 30, "the event loop was blocked while the model ran"
+        assert await statuses(engine_db) == {"ready": 11}
     finally:
-        t.cancel()
+        emb.release.set()
+        await svc.close()
 
 
-async def test_mixing_embedding_models_is_refused_until_reembedded(database):
-    a = OceanBaseMemoryService(database=database, embedder=HashEmbedder(model_name="model-a"), settings=MemorySettings(**FAST))
+async def test_mixing_embedding_models_is_refused_until_reembedded(engine_db):
+    a = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-a"), settings=MemorySettings(**FAST))
     await a.add_memory(app_name=APP, user_id=USER, memories=entries(3))
     await a.close()
-    b = OceanBaseMemoryService(database=database, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
+    b = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
     try:
         with pytest.raises(EmbeddingModelMismatchError, match="model-a"):
             await b.search(APP, USER, "fact")
         assert await b.reembed() == 3
         await b.flush()
-        async with database.engine.connect() as conn:
+        async with engine_db.engine.connect() as conn:
             models = {r[0] for r in (await conn.execute(text("SELECT embedding_model FROM agent_memories"))).all()}
         assert models == {"model-b"}
         assert await b.search(APP, USER, "fact number 1")
     finally:
         await b.close()
     with pytest.raises(EmbeddingModelMismatchError, match="384"):
-        wrong = OceanBaseMemoryService(database=database, embedder=HashEmbedder(dim=64))
+        wrong = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(dim=64))
         await wrong.search(APP, USER, "x")

@@ -37,10 +37,10 @@ FACTS = [  # (text, days ago)
 
 
 @pytest.fixture
-async def memory(pristine_database, minilm):
+async def memory(engine_pristine_database, minilm):
     # Never-used tables: OceanBase's BM25 statistics are table-wide, and other tests' rows
     # would move the full-text scores these assertions compare.
-    svc = OceanBaseMemoryService(database=pristine_database, embedder=minilm, settings=MemorySettings(bump_access=False))
+    svc = OceanBaseMemoryService(database=engine_pristine_database, embedder=minilm, settings=MemorySettings(bump_access=False))
     yield svc
     await svc.close()
 

@@ -41,18 +41,18 @@ async def run_sql(db: Database, *statements: str) -> None:
 
 
 @pytest.fixture
-async def db(fresh_url):
-    database = Database(Config.from_url(fresh_url))
+async def db(engine_fresh_url):
+    database = Database(Config.from_url(engine_fresh_url))
     await database.start()
     yield database
     await database.close()
 
 
-async def test_a_foreign_agent_sessions_table_is_refused_and_nothing_is_created(db, fresh_url, capsys):
+async def test_a_foreign_agent_sessions_table_is_refused_and_nothing_is_created(db, engine_fresh_url, capsys):
     await run_sql(db, "CREATE TABLE agent_sessions (id VARCHAR(64) PRIMARY KEY, payload TEXT)")
     with pytest.raises(SchemaConflictError, match="agent_sessions"):
         await migrations.upgrade(db)
-    code, err = await cli(capsys, "db", "upgrade", "--url", fresh_url)
+    code, err = await cli(capsys, "db", "upgrade", "--url", engine_fresh_url)
     assert code == 2 and "did not create" in one_line(err)
     svc = OceanBaseSessionService(database=db)
     with pytest.raises(SchemaConflictError):
@@ -60,47 +60,47 @@ async def test_a_foreign_agent_sessions_table_is_refused_and_nothing_is_created(
     assert await tables(db) == {"agent_sessions"}  # no version table, no lock table, none of ours
 
 
-async def test_a_revision_from_a_newer_release_is_named_not_migrated(db, fresh_url, capsys):
+async def test_a_revision_from_a_newer_release_is_named_not_migrated(db, engine_fresh_url, capsys):
     await migrations.upgrade(db)
     await run_sql(db, "UPDATE adk_oceanbase_version SET version_num = '0099'")
     with pytest.raises(SchemaOutdatedError, match="'0099', which this adk-oceanbase does not know"):
         await migrations.upgrade(db)
     for argv in (["upgrade"], ["downgrade", "0001", "--yes"]):
-        code, err = await cli(capsys, "db", *argv, "--url", fresh_url)
+        code, err = await cli(capsys, "db", *argv, "--url", engine_fresh_url)
         assert code == 2 and "newer release?" in one_line(err)
     with pytest.raises(SchemaOutdatedError, match="does not know"):
         await OceanBaseSessionService(database=db).create_session(app_name="a", user_id="u")
     assert await migrations.current_revision(db) == "0099"
 
 
-async def test_an_unknown_target_revision_is_a_one_line_error(db, fresh_url, capsys):
+async def test_an_unknown_target_revision_is_a_one_line_error(db, engine_fresh_url, capsys):
     with pytest.raises(ValidationError, match="'nope'"):
         await migrations.upgrade(db, "nope")
     for argv in (["upgrade", "--revision", "nope"], ["downgrade", "nope", "--yes"]):
-        code, err = await cli(capsys, "db", *argv, "--url", fresh_url)
+        code, err = await cli(capsys, "db", *argv, "--url", engine_fresh_url)
         assert code == 2 and "'nope'" in one_line(err)
 
 
-async def test_a_failing_step_says_where_it_stopped(db, fresh_url, capsys):
+async def test_a_failing_step_says_where_it_stopped(db, engine_fresh_url, capsys):
     """A table squatting on a view's name makes 0002 fail: typed error, one line, resumable once removed."""
     await migrations.upgrade(db, "0001")
     await run_sql(db, "CREATE TABLE v_sessions (x INT)")
     with pytest.raises(SchemaOutdatedError, match="upgrade stopped at revision 0001: database error"):
         await migrations.upgrade(db)
-    code, err = await cli(capsys, "db", "upgrade", "--url", fresh_url)
+    code, err = await cli(capsys, "db", "upgrade", "--url", engine_fresh_url)
     assert code == 2 and "run it again" in one_line(err)
     await run_sql(db, "DROP TABLE v_sessions")
-    code, _ = await cli(capsys, "db", "upgrade", "--url", fresh_url)
+    code, _ = await cli(capsys, "db", "upgrade", "--url", engine_fresh_url)
     assert code == 0
     assert await migrations.current_revision(db) == migrations.head_revision()
 
 
-async def test_a_half_applied_schema_is_completed_by_the_cli(db, fresh_url, capsys):
+async def test_a_half_applied_schema_is_completed_by_the_cli(db, engine_fresh_url, capsys):
     await migrations.upgrade(db, "0003")
     await run_sql(db, "UPDATE adk_oceanbase_version SET version_num = '0002'")  # 0003's column, unrecorded
     with pytest.raises(SchemaOutdatedError, match="0002"):
         await OceanBaseSessionService(database=db).create_session(app_name="a", user_id="u")
-    code, _ = await cli(capsys, "db", "upgrade", "--url", fresh_url)
+    code, _ = await cli(capsys, "db", "upgrade", "--url", engine_fresh_url)
     assert code == 0 and await migrations.current_revision(db) == migrations.head_revision()
 
 

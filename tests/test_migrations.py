@@ -19,8 +19,8 @@ async def tables(db: Database) -> set[str]:
         return set(await conn.run_sync(lambda c: inspect(c).get_table_names()))
 
 
-async def test_upgrade_twice_is_a_noop_and_downgrade_works(fresh_url):
-    db = Database(Config.from_url(fresh_url))
+async def test_upgrade_twice_is_a_noop_and_downgrade_works(engine_fresh_url):
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         assert await migrations.upgrade(db) == migrations.head_revision()
         first = await tables(db)
@@ -37,8 +37,8 @@ async def test_upgrade_twice_is_a_noop_and_downgrade_works(fresh_url):
         await db.close()
 
 
-async def test_outdated_schema_raises_with_the_command_to_run(fresh_url):
-    db = Database(Config.from_url(fresh_url))
+async def test_outdated_schema_raises_with_the_command_to_run(engine_fresh_url):
+    db = Database(Config.from_url(engine_fresh_url))
     await migrations.upgrade(db, "0001")
     svc = OceanBaseSessionService(database=db)
     with pytest.raises(SchemaOutdatedError) as info:
@@ -50,8 +50,8 @@ async def test_outdated_schema_raises_with_the_command_to_run(fresh_url):
     await db.close()
 
 
-async def test_missing_schema_is_created_on_first_use_or_refused(fresh_url):
-    db = Database(Config.from_url(fresh_url))
+async def test_missing_schema_is_created_on_first_use_or_refused(engine_fresh_url):
+    db = Database(Config.from_url(engine_fresh_url))
     strict = OceanBaseSessionService(database=db, auto_setup=False)
     with pytest.raises(SchemaMissingError):
         await strict.list_sessions(app_name="a")
@@ -61,17 +61,17 @@ async def test_missing_schema_is_created_on_first_use_or_refused(fresh_url):
     await db.close()
 
 
-async def test_cli_upgrade_current_downgrade(fresh_url, capsys):
+async def test_cli_upgrade_current_downgrade(engine_fresh_url, capsys):
     # the CLI drives its own event loop, so run it in a worker thread
     import asyncio
 
-    assert await asyncio.to_thread(cli_main, ["db", "upgrade", "--url", fresh_url]) == 0
+    assert await asyncio.to_thread(cli_main, ["db", "upgrade", "--url", engine_fresh_url]) == 0
     assert f"at revision {migrations.head_revision()}" in capsys.readouterr().out
-    assert await asyncio.to_thread(cli_main, ["db", "current", "--url", fresh_url]) == 0
+    assert await asyncio.to_thread(cli_main, ["db", "current", "--url", engine_fresh_url]) == 0
     assert "head is" in capsys.readouterr().out
-    assert await asyncio.to_thread(cli_main, ["db", "downgrade", "base", "--yes", "--url", fresh_url]) == 0
+    assert await asyncio.to_thread(cli_main, ["db", "downgrade", "base", "--yes", "--url", engine_fresh_url]) == 0
     assert "at revision base" in capsys.readouterr().out
-    assert await upgrade(fresh_url) == migrations.head_revision()
+    assert await upgrade(engine_fresh_url) == migrations.head_revision()
 
 
 async def test_cli_reports_unreachable_database_as_an_error(capsys):
@@ -99,9 +99,9 @@ async def test_fulltext_parser_follows_the_revisions(fresh_url):
         await db.close()
 
 
-async def test_0006_backfills_turn_positions_and_stems_search_text(fresh_url):
+async def test_0006_backfills_turn_positions_and_stems_search_text(engine_fresh_url):
     """Rows written before 0006 get their turn's seq from the session log and a stemmed search_text."""
-    db = Database(Config.from_url(fresh_url))
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         await migrations.upgrade(db, "0005")
         async with db.engine.begin() as conn:
@@ -138,9 +138,9 @@ async def test_0006_backfills_turn_positions_and_stems_search_text(fresh_url):
         await db.close()
 
 
-async def test_0010_completes_after_an_interrupted_run(fresh_url):
+async def test_0010_completes_after_an_interrupted_run(engine_fresh_url):
     """MySQL DDL commits statement by statement: a crash inside 0010 leaves part of it; running again finishes it."""
-    db = Database(Config.from_url(fresh_url))
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         await migrations.upgrade(db, "0009")
         async with db.engine.begin() as conn:  # what 0010 had done when it was interrupted

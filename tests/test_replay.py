@@ -21,9 +21,9 @@ def delta_event(ts: float, delta: dict) -> Event:
                  actions=EventActions(state_delta=delta))
 
 
-async def test_replay_at_every_event_equals_live_state(database):
+async def test_replay_at_every_event_equals_live_state(engine_db):
     rng = random.Random(11)
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=engine_db)
     sessions = {}
     for user, name in (("u1", "a"), ("u1", "b"), ("u2", "c")):
         sessions[name] = await svc.create_session(app_name=APP, user_id=user)
@@ -60,8 +60,8 @@ async def test_replay_at_every_event_equals_live_state(database):
         assert (await replay_state(svc, app_name=APP, user_id=s.user_id, session_id=s.id)).state == now.state
 
 
-async def test_creation_state_is_the_baseline(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_creation_state_is_the_baseline(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name=APP, user_id="u9", state={"fixed": 1, "count": 0, "user:tier": "a", "temp:x": 1})
     first = delta_event(1_730_000_000.0, {"count": 1, "user:tier": "b"})
     await svc.append_event(s, first)
@@ -76,8 +76,8 @@ async def test_creation_state_is_the_baseline(database):
     assert (await replay_state(svc, app_name=APP, user_id="u9", session_id=other.id)).state == {"user:tier": "c"}
 
 
-async def test_unknown_session_or_event(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_unknown_session_or_event(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     with pytest.raises(SessionMissingError):
         await replay_state(svc, app_name=APP, user_id="u", session_id="none")
     s = await svc.create_session(app_name=APP, user_id="u")

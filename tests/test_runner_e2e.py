@@ -25,14 +25,14 @@ async def run_turn(runner: Runner, user: str, sid: str, text: str) -> list:
     return [e async for e in runner.run_async(user_id=user, session_id=sid, new_message=msg)]
 
 
-async def test_custom_agent_conversation_persists_and_resumes(database, migrated_url):
-    svc = OceanBaseSessionService(database=database)
+async def test_custom_agent_conversation_persists_and_resumes(engine_db, engine_migrated_url):
+    svc = OceanBaseSessionService(database=engine_db)
     runner = Runner(app_name=APP, agent=ConciergeAgent(name="concierge"), session_service=svc)
     s = await svc.create_session(app_name=APP, user_id="u1")
     for turn in TURNS:
         await run_turn(runner, "u1", s.id, turn)
     # a second, independent service (own engine and pool) resumes the session
-    other = OceanBaseSessionService(config=Config.from_url(migrated_url))  # owns its engine
+    other = OceanBaseSessionService(config=Config.from_url(engine_migrated_url))  # owns its engine
     try:
         resumed = await other.get_session(app_name=APP, user_id="u1", session_id=s.id)
         assert len(resumed.events) == 2 * len(TURNS)
@@ -64,8 +64,8 @@ def script(request):
     return text_reply(f"I heard: {said}")
 
 
-async def test_llm_agent_with_tool_calls_round_trips_through_runner(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_llm_agent_with_tool_calls_round_trips_through_runner(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     model = ScriptedLlm(script=script)
     agent = LlmAgent(name="assistant", model=model, tools=[remember], instruction="Be brief.")
     runner = Runner(app_name="llm_app", agent=agent, session_service=svc)

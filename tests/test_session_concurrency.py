@@ -19,10 +19,10 @@ def ev(text_: str, **delta) -> Event:
     return Event(author="user", content=types.Content(role="user", parts=[types.Part(text=text_)]), actions=EventActions(state_delta=delta))
 
 
-async def test_concurrent_writers_on_one_session_lose_and_duplicate_nothing(migrated_url, database):
-    owner = OceanBaseSessionService(database=database)
+async def test_concurrent_writers_on_one_session_lose_and_duplicate_nothing(engine_migrated_url, engine_db):
+    owner = OceanBaseSessionService(database=engine_db)
     s = await owner.create_session(app_name="cc", user_id="u", state={"user:counter": 0})
-    services = [OceanBaseSessionService(config=Config.from_url(migrated_url, pool_size=2)) for _ in range(WRITERS)]
+    services = [OceanBaseSessionService(config=Config.from_url(engine_migrated_url, pool_size=2)) for _ in range(WRITERS)]
     stale_hits = 0
 
     async def writer(w: int, svc: OceanBaseSessionService) -> None:
@@ -56,15 +56,15 @@ async def test_concurrent_writers_on_one_session_lose_and_duplicate_nothing(migr
     assert stale_hits > 0, "writers raced, so some must have been told their copy was stale"
 
 
-async def test_sessions_of_one_user_write_different_user_keys_concurrently(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_sessions_of_one_user_write_different_user_keys_concurrently(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     sessions = [await svc.create_session(app_name="cc", user_id="u") for _ in range(8)]
     await asyncio.gather(*(svc.append_event(s, ev("x", **{f"user:k{i}": i})) for i, s in enumerate(sessions)))
     assert await svc.get_user_state(app_name="cc", user_id="u") == {f"k{i}": i for i in range(8)}
 
 
-async def test_stale_append_writes_nothing(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_stale_append_writes_nothing(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="cc", user_id="u")
     a = await svc.get_session(app_name="cc", user_id="u", session_id=s.id)
     b = await svc.get_session(app_name="cc", user_id="u", session_id=s.id)
@@ -81,11 +81,11 @@ async def test_stale_append_writes_nothing(database):
     assert b.events == []  # the caller's stale copy was not modified
 
 
-async def test_markerless_session_copy_is_checked_against_storage(database):
+async def test_markerless_session_copy_is_checked_against_storage(engine_db):
     """A Session built by hand (no storage marker) falls back to ADK's timestamp + last-event check."""
     from google.adk.sessions.session import Session
 
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="cc", user_id="u")
     await svc.append_event(s, ev("one"))
     handmade = Session(id=s.id, app_name="cc", user_id="u", events=list(s.events), last_update_time=s.last_update_time)

@@ -220,14 +220,16 @@ async def test_unicode_and_sql_looking_text_round_trips(svc):
 
 
 # ---------------------------------------------------------------- divergences
-def divergence(request, svc, reason: str) -> None:
-    """Marks the in-memory run as a strict xfail: if ADK ever changes, the suite says so."""
+def divergence(request, svc, reason: str, raises: type[BaseException] | tuple[type[BaseException], ...]) -> None:
+    """Marks the in-memory run as a strict xfail failing with ``raises``: if ADK ever changes, the suite
+    says so, and an in-memory run failing for any other reason (a broken test) is an error, not a pass."""
     if not is_ours(svc):
-        request.applymarker(pytest.mark.xfail(strict=True, reason=f"divergence: {reason}"))
+        request.applymarker(pytest.mark.xfail(strict=True, raises=raises, reason=f"divergence: {reason}"))
 
 
 async def test_stale_writer_is_rejected(svc, request):
-    divergence(request, svc, "InMemorySessionService accepts appends from stale session copies")
+    # in memory, the stale append goes through: pytest.raises(StaleSessionError) fails with its "DID NOT RAISE"
+    divergence(request, svc, "InMemorySessionService accepts appends from stale session copies", pytest.fail.Exception)
     from google.adk.errors import StaleSessionError
 
     s = await svc.create_session(app_name=APP, user_id="u1")
@@ -245,7 +247,7 @@ async def test_stale_writer_is_rejected(svc, request):
 
 
 async def test_empty_session_id_is_rejected(svc, request):
-    divergence(request, svc, "InMemorySessionService turns an empty session id into a generated one")
+    divergence(request, svc, "InMemorySessionService turns an empty session id into a generated one", pytest.fail.Exception)
     from adk_oceanbase import InvalidIdentifierError
 
     with pytest.raises(InvalidIdentifierError):
@@ -297,3 +299,15 @@ async def test_adks_database_service_orders_tied_timestamps_by_id(tmp_path):
         assert [e.id for e in got.events] == ["ev-a", "ev-b", "ev-c"]
     finally:
         await adk.close()
+
+
+async def test_a_different_event_reusing_an_event_id_is_not_stored(svc, request):
+    """Event ids are unique per session in our schema: the first event with an id is kept, a later,
+    different event with that id adds neither an event nor its state delta (a redelivery stays idempotent)."""
+    divergence(request, svc, "InMemorySessionService keeps both events sharing an id", AssertionError)
+    s = await svc.create_session(app_name=APP, user_id="u1")
+    await svc.append_event(s, text_event("first", delta={"k": "first"}, id="evt-shared"))
+    await svc.append_event(s, text_event("second", delta={"k": "second"}, id="evt-shared"))
+    got = await svc.get_session(app_name=APP, user_id="u1", session_id=s.id)
+    assert [(e.id, e.content.parts[0].text) for e in got.events] == [("evt-shared", "first")]
+    assert got.state == {"k": "first"}

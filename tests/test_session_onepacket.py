@@ -125,22 +125,22 @@ async def test_state_rows_with_equal_values_and_overwrites_in_one_packet(db):
     assert got.state == want == s.state
 
 
-async def test_statements_after_a_committing_batch_are_committed_by_the_transaction(database):
+async def test_statements_after_a_committing_batch_are_committed_by_the_transaction(engine_db):
     """``RawTransaction.finished`` is reset by later work: a stale append's follow-up reads must not stay open."""
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="op", user_id="u")
     async with svc._raw_tx() as tx:
         await tx.batch([("UPDATE agent_sessions SET event_count = 7 WHERE session_id = %(s)s", {"s": s.id}), ("COMMIT", None)])
         assert tx.finished
         await tx.batch([("UPDATE agent_sessions SET event_count = 8 WHERE session_id = %(s)s", {"s": s.id})])
         assert not tx.finished
-    assert (await _rows(database, "SELECT event_count FROM agent_sessions WHERE session_id = :s", s=s.id))[0][0] == 8
+    assert (await _rows(engine_db, "SELECT event_count FROM agent_sessions WHERE session_id = :s", s=s.id))[0][0] == 8
     with pytest.raises(RuntimeError):
         async with svc._raw_tx() as tx:
             await tx.batch([("UPDATE agent_sessions SET event_count = 9 WHERE session_id = %(s)s", {"s": s.id}), ("COMMIT", None)])
             await tx.batch([("UPDATE agent_sessions SET event_count = 10 WHERE session_id = %(s)s", {"s": s.id})])
             raise RuntimeError("after the commit")
-    assert (await _rows(database, "SELECT event_count FROM agent_sessions WHERE session_id = :s", s=s.id))[0][0] == 9
+    assert (await _rows(engine_db, "SELECT event_count FROM agent_sessions WHERE session_id = :s", s=s.id))[0][0] == 9
 
 
 async def test_a_default_load_is_one_round_trip_and_windows_match(db, monkeypatch):

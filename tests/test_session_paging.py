@@ -21,8 +21,8 @@ async def all_pages(svc, **kw) -> list[list]:
 
 
 @pytest.fixture
-async def many(database):
-    svc = OceanBaseSessionService(database=database)
+async def many(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     base = time.time()
     made = []
     for i in range(23):

@@ -49,8 +49,8 @@ def rich_event() -> Event:
     )
 
 
-async def test_every_field_round_trips(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_every_field_round_trips(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="rt", user_id="u")
     original = rich_event()
     expected = original.model_copy(deep=True)
@@ -64,11 +64,11 @@ async def test_every_field_round_trips(database):
     assert got.last_update_time == 1_732_233_445.123456
 
 
-async def test_analyst_columns_are_filled(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_analyst_columns_are_filled(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="rt", user_id="u")
     await svc.append_event(s, rich_event())
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         row = (
             await conn.execute(
                 text(
@@ -94,7 +94,7 @@ def test_unknown_fields_from_a_newer_adk_are_tolerated():
     assert ev.actions.compaction.compacted_content.parts[0].text == "summary of earlier turns"
 
 
-async def test_timestamps_are_utc_regardless_of_server_zone(database):
+async def test_timestamps_are_utc_regardless_of_server_zone(engine_db):
     """seekdb defaults to +08:00; our connections run in UTC so DATETIME columns are UTC."""
-    async with database.engine.connect() as conn:
+    async with engine_db.engine.connect() as conn:
         assert (await conn.execute(text("SELECT @@time_zone"))).scalar() == "+00:00"

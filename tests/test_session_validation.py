@@ -19,8 +19,8 @@ from adk_oceanbase import (
 from adk_oceanbase.engine import Database
 
 
-async def count_rows(database, table: str) -> int:
-    async with database.engine.connect() as conn:
+async def count_rows(engine_db, table: str) -> int:
+    async with engine_db.engine.connect() as conn:
         return (await conn.execute(text(f"SELECT COUNT(*) FROM {table}"))).scalar()
 
 
@@ -38,23 +38,23 @@ def ev(text_: str = "hi", **delta) -> Event:
         {"app_name": "a", "user_id": None},
     ],
 )
-async def test_bad_ids_raise_and_write_nothing(database, kwargs):
-    svc = OceanBaseSessionService(database=database)
+async def test_bad_ids_raise_and_write_nothing(engine_db, kwargs):
+    svc = OceanBaseSessionService(database=engine_db)
     with pytest.raises(InvalidIdentifierError):
         await svc.create_session(**kwargs)
-    assert await count_rows(database, "agent_sessions") == 0
+    assert await count_rows(engine_db, "agent_sessions") == 0
 
 
-async def test_non_json_state_at_create_writes_nothing(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_non_json_state_at_create_writes_nothing(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     with pytest.raises(InvalidStateError):
         await svc.create_session(app_name="a", user_id="u", state={"ok": 1, "user:bad": object()})
-    assert await count_rows(database, "agent_sessions") == 0
-    assert await count_rows(database, "session_state") == 0
+    assert await count_rows(engine_db, "agent_sessions") == 0
+    assert await count_rows(engine_db, "session_state") == 0
 
 
-async def test_non_json_state_delta_leaves_storage_and_session_untouched(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_non_json_state_delta_leaves_storage_and_session_untouched(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="a", user_id="u", state={"k": 1})
     bad = ev("x", k=2, fn=lambda: None)
     with pytest.raises(InvalidStateError):
@@ -67,8 +67,8 @@ async def test_non_json_state_delta_leaves_storage_and_session_untouched(databas
     assert (await svc.get_session(app_name="a", user_id="u", session_id=s.id)).state == {"k": 3}
 
 
-async def test_oversized_event_is_rejected(migrated_url):
-    db = Database(Config.from_url(migrated_url, max_event_bytes=10_000))
+async def test_oversized_event_is_rejected(engine_migrated_url):
+    db = Database(Config.from_url(engine_migrated_url, max_event_bytes=10_000))
     svc = OceanBaseSessionService(database=db)
     s = await svc.create_session(app_name="big", user_id="u")
     with pytest.raises(EventTooLargeError) as info:
@@ -81,8 +81,8 @@ async def test_oversized_event_is_rejected(migrated_url):
     await db.close()
 
 
-async def test_overlong_state_key_and_event_id(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_overlong_state_key_and_event_id(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="a", user_id="u")
     with pytest.raises(InvalidStateError):
         await svc.append_event(s, ev("x", **{"k" * 300: 1}))
@@ -90,11 +90,11 @@ async def test_overlong_state_key_and_event_id(database):
     long_id.id = "e" * 200
     with pytest.raises(InvalidIdentifierError):
         await svc.append_event(s, long_id)
-    assert await count_rows(database, "session_events") == 0
+    assert await count_rows(engine_db, "session_events") == 0
 
 
-async def test_bad_page_arguments(database):
-    svc = OceanBaseSessionService(database=database)
+async def test_bad_page_arguments(engine_db):
+    svc = OceanBaseSessionService(database=engine_db)
     with pytest.raises(ValidationError):
         await svc.list_sessions_page(app_name="a", limit=0)
     with pytest.raises(ValidationError):

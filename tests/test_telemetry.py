@@ -21,6 +21,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter  # noqa: E402
 from opentelemetry.trace import SpanKind, StatusCode  # noqa: E402
 
+DB_SYSTEM = {"seekdb": "oceanbase", "mariadb": "mysql"}  # seekdb is OceanBase's engine; MariaDB speaks MySQL
+
 
 class Recorded:
     def __init__(self) -> None:
@@ -61,8 +63,8 @@ def said(text: str, n: int) -> Event:
     return Event(invocation_id=f"i{n}", author="user", content=types.Content(role="user", parts=[types.Part(text=text)]))
 
 
-async def test_session_calls_are_spans_with_db_attributes(database, otel):
-    svc = OceanBaseSessionService(database=database)
+async def test_session_calls_are_spans_with_db_attributes(engine_db, engine, otel):
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="tel", user_id="u", state={"k": 1})
     for n in range(3):
         await svc.append_event(s, said(f"hello {n}", n))
@@ -71,8 +73,8 @@ async def test_session_calls_are_spans_with_db_attributes(database, otel):
 
     create = otel.span("adk_oceanbase.create_session")
     assert create.kind == SpanKind.CLIENT
-    assert create.attributes["db.system"] == "oceanbase"  # seekdb is OceanBase's engine
-    assert create.attributes["db.name"] == database.config.database
+    assert create.attributes["db.system"] == DB_SYSTEM[engine]
+    assert create.attributes["db.name"] == engine_db.config.database
     assert create.attributes["adk.app_name"] == "tel"
     appends = [x for x in otel.spans.get_finished_spans() if x.name == "adk_oceanbase.append_event"]
     assert len(appends) == 3 and all(x.attributes["adk_oceanbase.rows_written"] == 1 for x in appends)
@@ -82,11 +84,11 @@ async def test_session_calls_are_spans_with_db_attributes(database, otel):
     assert all(x.status.status_code == StatusCode.UNSET for x in otel.spans.get_finished_spans())
 
     (point,) = otel.points("adk_oceanbase.append_event.duration")
-    assert point.count == 3 and point.sum > 0 and point.attributes == {"db.system": "oceanbase"}
+    assert point.count == 3 and point.sum > 0 and point.attributes == {"db.system": DB_SYSTEM[engine]}
 
 
-async def test_failures_are_error_spans(database, otel):
-    svc = OceanBaseSessionService(database=database)
+async def test_failures_are_error_spans(engine_db, engine, otel):
+    svc = OceanBaseSessionService(database=engine_db)
     with pytest.raises(InvalidIdentifierError):
         await svc.get_session(app_name="tel", user_id=" ", session_id="s")
     span = otel.span("adk_oceanbase.get_session")
@@ -102,11 +104,12 @@ async def test_failures_are_error_spans(database, otel):
     failed = [x for x in otel.spans.get_finished_spans() if x.attributes.get("error.type") == "StaleSessionConflictError"]
     assert len(failed) == 1 and failed[0].name == "adk_oceanbase.append_event"
     points = {tuple(sorted(p.attributes.items())): p.count for p in otel.points("adk_oceanbase.append_event.duration")}
-    assert points == {(("db.system", "oceanbase"),): 1, (("db.system", "oceanbase"), ("error.type", "StaleSessionConflictError")): 1}
+    system = ("db.system", DB_SYSTEM[engine])
+    assert points == {(system,): 1, (system, ("error.type", "StaleSessionConflictError")): 1}
 
 
-async def test_spans_nest_under_the_callers_span(database, otel):
-    svc = OceanBaseSessionService(database=database)
+async def test_spans_nest_under_the_callers_span(engine_db, otel):
+    svc = OceanBaseSessionService(database=engine_db)
     with otel.tracer_provider.get_tracer("app").start_as_current_span("invoke_agent") as parent:
         await svc.create_session(app_name="tel", user_id="u")
     assert otel.span("adk_oceanbase.create_session").parent.span_id == parent.get_span_context().span_id
@@ -124,9 +127,9 @@ class GatedEmbedder(HashEmbedder):
         return super().embed(texts)
 
 
-async def test_memory_search_latency_and_queue_depth(database, otel):
+async def test_memory_search_latency_and_queue_depth(engine_db, otel):
     embedder = GatedEmbedder()
-    mem = OceanBaseMemoryService(database=database, embedder=embedder, settings=MemorySettings(batch_size=1, batch_wait_s=0.0))
+    mem = OceanBaseMemoryService(database=engine_db, embedder=embedder, settings=MemorySettings(batch_size=1, batch_wait_s=0.0))
     try:
         await mem.add_memory(
             app_name="tel", user_id="u",
@@ -135,7 +138,7 @@ async def test_memory_search_latency_and_queue_depth(database, otel):
         while mem.vectorizer.queue_depth > 4:  # the worker holds one row at the gate
             await asyncio.sleep(0.01)
         (depth,) = otel.points("adk_oceanbase.vectorizer.queue_depth")
-        assert depth.value == 4 and depth.attributes == {"db.name": database.config.database}
+        assert depth.value == 4 and depth.attributes == {"db.name": engine_db.config.database}
         embedder.gate.set()
         await mem.flush()
         (depth,) = otel.points("adk_oceanbase.vectorizer.queue_depth")
@@ -153,9 +156,9 @@ async def test_memory_search_latency_and_queue_depth(database, otel):
         await mem.close()
 
 
-async def test_nothing_is_recorded_without_a_provider(database, otel):
+async def test_nothing_is_recorded_without_a_provider(engine_db, otel):
     telemetry.set_providers()  # back to the global providers, which no test configures
-    svc = OceanBaseSessionService(database=database)
+    svc = OceanBaseSessionService(database=engine_db)
     s = await svc.create_session(app_name="tel", user_id="u")
     await svc.append_event(s, said("unseen", 1))
     assert telemetry._instruments() is None

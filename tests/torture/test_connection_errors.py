@@ -32,22 +32,27 @@ from adk_oceanbase.compaction import load_within_budget, replay_state
 from adk_oceanbase.errors import LockTimeoutError, QueryTimeoutError
 from adk_oceanbase.memory import HashEmbedder, OceanBaseMemoryService
 
-from ..conftest import _free_port, start_seekdb, unique_db_name
+from ..conftest import _free_port, start_mariadb, start_seekdb, unique_db_name
 
 APP, USER = "conn", "u"
 Call = Callable[[], Awaitable[Any]]
 
 
-class OwnSeekdb:
-    """A seekdb server this module may stop and start again on the same directory and port."""
+class OwnServer:
+    """A seekdb or MariaDB server this module may stop and start again on the same directory and port."""
 
-    def __init__(self) -> None:
-        self.base = Path(tempfile.mkdtemp(prefix="adk-ob-h2-conn-"))
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
+        self.base = Path(tempfile.mkdtemp(prefix=f"adk-ob-h2-conn-{engine}-"))
         self.port = _free_port()
         self.proc: subprocess.Popen | None = None
 
+    def url(self, database: str) -> str:
+        scheme = "oceanbase" if self.engine == "seekdb" else "mysql+aiomysql"
+        return f"{scheme}://root@127.0.0.1:{self.port}/{database}"
+
     def start(self) -> None:
-        self.proc = start_seekdb(self.base, self.port)
+        self.proc = (start_seekdb if self.engine == "seekdb" else start_mariadb)(self.base, self.port)
 
     def stop(self) -> None:
         assert self.proc is not None
@@ -61,8 +66,8 @@ class OwnSeekdb:
 
 
 @pytest.fixture
-def own_seekdb() -> Iterator[OwnSeekdb]:
-    server = OwnSeekdb()
+def own_server(engine: str) -> Iterator[OwnServer]:
+    server = OwnServer(engine)
     server.start()
     try:
         yield server
@@ -148,8 +153,8 @@ class Services:
         await self.sessions.close()
 
 
-async def test_server_down_raises_typed_errors_and_a_restart_fails_no_read(own_seekdb: OwnSeekdb) -> None:
-    url = f"oceanbase://root@127.0.0.1:{own_seekdb.port}/conn"
+async def test_server_down_raises_typed_errors_and_a_restart_fails_no_read(own_server: OwnServer) -> None:
+    url = own_server.url("conn")
     await upgrade(url)
     svc = Services(url)
     try:
@@ -157,7 +162,7 @@ async def test_server_down_raises_typed_errors_and_a_restart_fails_no_read(own_s
         reads, writes = svc.reads(), svc.writes()
         for call in reads.values():  # every pooled connection has been used
             await call()
-        own_seekdb.stop()
+        own_server.stop()
         raw = {}
         for name, call in {**reads, **writes}.items():
             try:
@@ -169,7 +174,7 @@ async def test_server_down_raises_typed_errors_and_a_restart_fails_no_read(own_s
             else:
                 raw[name] = "succeeded with the server down"
         assert raw == {}
-        own_seekdb.start()
+        own_server.start()
         for name, call in reads.items():  # each read is the first call on the restarted server's pool
             await call()
         for name, call in writes.items():

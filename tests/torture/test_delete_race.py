@@ -9,6 +9,10 @@ waiting on each other until the lock timed out (seekdb has no deadlock
 detection: both sides wait out the timeout), or a deadlock victim (MariaDB).
 The services run with a short statement timeout so a lock cycle surfaces as
 an error here, not as a hang.
+
+The race is shown to have happened: the test counts the sessions whose
+appender had committed events when the delete cut it off (a delete landing
+between appends), and fails if there were none.  Every loop is bounded.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from adk_oceanbase.engine import Database
 
 ROUNDS = 12
 SESSIONS = 4
+MAX_APPENDS = 5_000  # per session and round: the delete lands after a few dozen; more means it never did
+MAX_RECREATES = 50
 APP, USER = "race", "u"
 
 ORPHANS = """
@@ -54,13 +60,12 @@ async def _append_until_gone(svc: OceanBaseSessionService, sid: str) -> int:
     session = await svc.get_session(app_name=APP, user_id=USER, session_id=sid)
     if session is None:  # deleted before we loaded it
         return 0
-    done = 0
-    while True:
+    for done in range(MAX_APPENDS):
         try:
             await svc.append_event(session, ev(done))
         except SessionMissingError:
             return done
-        done += 1
+    pytest.fail(f"{sid}: {MAX_APPENDS} appends and the delete never landed")
 
 
 async def _delete_soon(svc: OceanBaseSessionService, sid: str, rng: random.Random) -> None:
@@ -73,12 +78,13 @@ async def _delete_soon(svc: OceanBaseSessionService, sid: str, rng: random.Rando
 
 async def _recreate(svc: OceanBaseSessionService, sid: str, r: int) -> None:
     """Creates ``sid`` afresh; a create racing the delete of the same id may find it still there."""
-    while True:
+    for _ in range(MAX_RECREATES):
         try:
             await svc.create_session(app_name=APP, user_id=USER, session_id=sid, state={"round": r})
             return
         except SessionAlreadyExistsError:
             await svc.delete_session(app_name=APP, user_id=USER, session_id=sid)
+    pytest.fail(f"{sid}: still there after {MAX_RECREATES} deletes")
 
 
 async def _race(url: str) -> None:
@@ -86,6 +92,7 @@ async def _race(url: str) -> None:
     appender = OceanBaseSessionService(config=Config.from_url(url, query_timeout_s=5))
     deleter = OceanBaseSessionService(config=Config.from_url(url, query_timeout_s=5))
     sids = [f"s{i}" for i in range(SESSIONS)]
+    cut_off = 0  # (round, session) pairs whose appender had committed events when the delete landed
     try:
         for r in range(ROUNDS):
             await asyncio.gather(*(_recreate(deleter, sid, r) for sid in sids))
@@ -94,7 +101,8 @@ async def _race(url: str) -> None:
                 assert fresh.events == [] and fresh.state == {"round": r}, f"round {r}: {sid} not empty"
             work = [_append_until_gone(appender, sid) for sid in sids]
             work += [_delete_soon(deleter, sid, rng) for sid in sids]
-            await asyncio.gather(*work)
+            appended = (await asyncio.gather(*work))[:SESSIONS]
+            cut_off += sum(n > 0 for n in appended)
         engine = await deleter._engine()
         async with engine.connect() as conn:
             orphans = tuple((await conn.execute(text(ORPHANS))).one())
@@ -102,6 +110,7 @@ async def _race(url: str) -> None:
     finally:
         await appender.close()
         await deleter.close()
+    assert cut_off > 0, "no delete landed between two appends: the race never happened"
     assert sessions == 0
     assert orphans == (0, 0), "event / session-state rows outlived their session"
 

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pymysql
 import pytest
 from sqlalchemy import text
 
@@ -45,34 +46,31 @@ async def shape(url: str) -> dict:
 
 
 @pytest.fixture(scope="module")
-async def clean_shape(seekdb_server) -> dict:
-    """What an undisturbed setup builds, to compare every resumed one with."""
-    from tests.conftest import unique_db_name
-
-    name = unique_db_name("clean")
-    url = seekdb_server.url_for(name)
-    db = Database(Config.from_url(url))
-    try:
-        await migrations.upgrade(db)
-        await db.close()
-        return await shape(url)
-    finally:
-        with seekdb_server.connect() as conn:
-            conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+def clean_shapes() -> dict[str, dict]:
+    """Per engine, what an undisturbed setup builds: every resumed one is compared with it."""
+    return {}
 
 
-@pytest.fixture(params=["seekdb", "mariadb"])
-def any_fresh_url(request) -> str:
-    """A new database on seekdb or on MariaDB (where the same row lock serialises setup)."""
-    if request.param == "seekdb":
-        return request.getfixturevalue("fresh_url")
-    from tests.conftest import unique_db_name
+@pytest.fixture
+async def clean_shape(engine: str, engine_server, clean_shapes: dict[str, dict]) -> dict:
+    if engine not in clean_shapes:
+        from tests.conftest import unique_db_name
 
-    return request.getfixturevalue("mariadb_server").url_for(unique_db_name("race"))
+        name = unique_db_name("clean")
+        url = engine_server.url_for(name)
+        db = Database(Config.from_url(url))
+        try:
+            await migrations.upgrade(db)
+            await db.close()
+            clean_shapes[engine] = await shape(url)
+        finally:
+            with engine_server.connect() as conn:
+                conn.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+    return clean_shapes[engine]
 
 
-async def test_services_setting_up_one_fresh_database_at_once_all_succeed(any_fresh_url):
-    services = [OceanBaseSessionService(any_fresh_url) for _ in range(5)]
+async def test_services_setting_up_one_fresh_database_at_once_all_succeed(engine_fresh_url):
+    services = [OceanBaseSessionService(engine_fresh_url) for _ in range(5)]
     try:
         made = await asyncio.gather(*(s.create_session(app_name="a", user_id=f"u{i}") for i, s in enumerate(services)))
         assert len({s.id for s in made}) == 5
@@ -96,12 +94,12 @@ asyncio.run(main(sys.argv[1]))
 """
 
 
-async def test_processes_setting_up_one_fresh_database_at_once_all_succeed(fresh_url):
-    procs = [python(_RACER, fresh_url) for _ in range(2)]
+async def test_processes_setting_up_one_fresh_database_at_once_all_succeed(engine_fresh_url):
+    procs = [python(_RACER, engine_fresh_url) for _ in range(2)]
     results = await asyncio.gather(*(asyncio.to_thread(p.communicate) for p in procs))
     for p, (_, err) in zip(procs, results):
         assert p.returncode == 0, err.decode()[-2000:]
-    db = Database(Config.from_url(fresh_url))
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         assert await migrations.current_revision(db) == migrations.head_revision()
         async with db.engine.connect() as conn:
@@ -121,15 +119,15 @@ async def unstamp(db: Database, revision: str) -> None:
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
-async def test_setup_completes_a_revision_whose_steps_all_ran_but_was_not_recorded(fresh_url, clean_shape, revision):
-    db = Database(Config.from_url(fresh_url))
+async def test_setup_completes_a_revision_whose_steps_all_ran_but_was_not_recorded(engine_fresh_url, clean_shape, revision):
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         await migrations.upgrade(db, revision)
         await unstamp(db, revision)
         svc = OceanBaseSessionService(database=db)
         await svc.setup()
         assert await migrations.current_revision(db) == migrations.head_revision()
-        assert await shape(fresh_url) == clean_shape
+        assert await shape(engine_fresh_url) == clean_shape
     finally:
         await db.close()
 
@@ -149,9 +147,9 @@ PARTIAL = {
 
 
 @pytest.mark.parametrize("case", sorted(PARTIAL))
-async def test_setup_completes_a_half_applied_revision(fresh_url, clean_shape, case):
+async def test_setup_completes_a_half_applied_revision(engine_fresh_url, clean_shape, case):
     recorded, statements = PARTIAL[case]
-    db = Database(Config.from_url(fresh_url))
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         await migrations.upgrade(db, recorded)
         if case == "0001":
@@ -162,15 +160,15 @@ async def test_setup_completes_a_half_applied_revision(fresh_url, clean_shape, c
         svc = OceanBaseSessionService(database=db)
         await svc.setup()
         assert await migrations.current_revision(db) == migrations.head_revision()
-        assert await shape(fresh_url) == clean_shape
+        assert await shape(engine_fresh_url) == clean_shape
         await svc.create_session(app_name="a", user_id="u")
     finally:
         await db.close()
 
 
-async def test_lazy_setup_finishes_a_first_setup_that_died(fresh_url):
+async def test_lazy_setup_finishes_a_first_setup_that_died(engine_fresh_url):
     """No revision recorded but our tables there: the service creating on first use completes it."""
-    db = Database(Config.from_url(fresh_url))
+    db = Database(Config.from_url(engine_fresh_url))
     try:
         await migrations.upgrade(db, "0002")
         await unstamp(db, "0001")
@@ -190,18 +188,37 @@ print("done", flush=True)
 """
 
 
-async def test_setup_killed_at_random_moments_completes_next_time(fresh_url, clean_shape):
-    """kill -9 of a process in the middle of setup, three times at seeded random moments, then setup."""
-    rng = random.Random(9)
-    for _ in range(3):
-        proc = python(_SETUP, fresh_url)
-        assert (await asyncio.to_thread(proc.stdout.readline)).strip() == b"go"
-        await asyncio.sleep(rng.uniform(0.5, 4.0))
-        proc.send_signal(signal.SIGKILL)
-        await asyncio.to_thread(proc.communicate)
-    db = Database(Config.from_url(fresh_url))
+def recorded_revision(server, name: str) -> str | None:
+    """The revision a setup has stamped so far, read from outside the process running it."""
     try:
-        assert await migrations.upgrade(db) == migrations.head_revision()
-        assert await shape(fresh_url) == clean_shape
+        with server.connect(name) as conn, conn.cursor() as cur:
+            cur.execute("SELECT version_num FROM adk_oceanbase_version")
+            row = cur.fetchone()
+    except pymysql.err.MySQLError:  # database or version table not created yet
+        return None
+    return row[0] if row else None
+
+
+async def test_setup_killed_mid_run_completes_next_time(engine_fresh_url, engine_server, clean_shape):
+    """kill -9 of a setup three times, each once it has stamped a later revision (seeded choice)
+    and is on its way to the next: proven by the exit signal, no "done", and a recorded revision
+    short of head.  The next setup then finishes and builds what an undisturbed one builds."""
+    name = engine_fresh_url.rsplit("/", 1)[1]
+    head = migrations.head_revision()
+    targets = sorted(random.Random(9).sample(REVISIONS[:-1], 3))
+    for target in targets:
+        proc = python(_SETUP, engine_fresh_url)
+        assert (await asyncio.to_thread(proc.stdout.readline)).strip() == b"go"
+        while (rev := recorded_revision(engine_server, name)) is None or rev < target:
+            assert proc.poll() is None, (await asyncio.to_thread(proc.communicate))[1].decode()[-2000:]
+            await asyncio.sleep(0.02)
+        proc.send_signal(signal.SIGKILL)
+        out, _ = await asyncio.to_thread(proc.communicate)
+        assert proc.returncode == -signal.SIGKILL and b"done" not in out
+        assert recorded_revision(engine_server, name) < head, "the kill landed after setup had finished"
+    db = Database(Config.from_url(engine_fresh_url))
+    try:
+        assert await migrations.upgrade(db) == head
+        assert await shape(engine_fresh_url) == clean_shape
     finally:
         await db.close()
