@@ -23,17 +23,15 @@ distributions, answerable against unanswerable.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
-import json
 import pickle
 import time
 from pathlib import Path
-from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 
+from benchmarks._capture import captured_search, numpy_path, rank_captured, spying
 from benchmarks._common import environment, seekdb_or_url
 from benchmarks._metrics import aggregate
 from benchmarks._ours import OursSystem, load_locomo_and_ku, settings_from_overrides
@@ -42,43 +40,7 @@ from benchmarks._tune import DEFAULT_GRID, _summary, choose, load_tune_split
 
 __all__ = ["capture", "replay", "run_gate_replay"]
 
-
-@contextlib.contextmanager
-def spying() -> Iterator[list[tuple[list[dict], dict]]]:
-    """While open, every ``rank_rows`` call of the service records its rows and keyword arguments."""
-    import adk_oceanbase.memory.service as service_mod
-
-    real = service_mod.rank_rows
-    seen: list[tuple[list[dict], dict]] = []
-
-    def spy(rows, **kw):
-        seen.append(([dict(r._mapping) for r in rows], {k: v for k, v in kw.items() if k != "decode"}))
-        return real(rows, **kw)
-
-    service_mod.rank_rows = spy
-    try:
-        yield seen
-    finally:
-        service_mod.rank_rows = real
-
-
-def numpy_path(ours: OursSystem) -> Any:
-    """Switches ``ours``' live service to the numpy path; returns its vector decoder."""
-    svc = ours._svc
-    svc.settings = dataclasses.replace(svc.settings, scoring="numpy")
-    return svc.database.dialect.decode_vector
-
-
-async def captured_search(ours: OursSystem, seen: list, decode: Any, scope: str, question: str, vector: Any,
-                          top_k: int) -> tuple[list[dict], dict]:
-    """One search through ``ours`` (numpy path, inside ``spying``): its prefiltered rows, embeddings decoded
-    once here (not per replayed setting), and ``rank_rows``' arguments."""
-    seen.clear()
-    await ours.search(scope, question, vector, top_k)
-    rows, kw = seen[0] if seen else ([], {})
-    for r in rows:
-        r["embedding"] = None if r["embedding"] is None else decode(r["embedding"])
-    return rows, kw
+_rank = rank_captured  # the name tests/test_benchmark_split_units.py imports
 
 
 async def capture(args: argparse.Namespace) -> dict[str, Any]:
@@ -103,24 +65,13 @@ async def capture(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
-def _rank(q: dict, settings: Any, top_k: int) -> list[str]:
-    from adk_oceanbase.memory.scoring import rank_rows
-
-    if not q["rows"]:
-        return []
-    rows = [SimpleNamespace(**r) for r in q["rows"]]
-    kw = dict(q["kw"], settings=settings, weights=settings.weights, top_k=top_k)  # a search without weights uses the settings'
-    ranked = rank_rows(rows, decode=lambda v: v, **kw)
-    return [d for r, _ in ranked for d in (json.loads(r.event_ids) if r.event_ids else None) or [r.memory_id]]
-
-
 def replay(captured: dict[str, Any], settings: Any, top_k: int) -> dict[str, Any]:
     """``_tune`` summary of one setting over the captured questions."""
     res = {}
     for name, ds in captured["datasets"].items():
         rows = []
         for q in ds["queries"]:
-            rows.extend(query_rows(q["group"], q["relevant"], _rank(q, settings, top_k)[:top_k], ds["headline"]))
+            rows.extend(query_rows(q["group"], q["relevant"], rank_captured(q, settings, top_k)[:top_k], ds["headline"]))
         res[name] = aggregate(rows)
     loco = next(v for k, v in res.items() if k.startswith("locomo"))
     ku = next(v for k, v in res.items() if k.startswith("knowledge"))
@@ -168,7 +119,7 @@ async def run_gate_replay(args: argparse.Namespace) -> dict[str, Any]:
     from adk_oceanbase.memory import MemorySettings
     from benchmarks._lme_replay import LME_METRICS, capture_lme, replay_lme
     from benchmarks._tune import choose_ranking
-    from benchmarks.retrieval import _parse_overrides
+    from benchmarks._dataset import parse_overrides
 
     captured = await _cached(args.replay_cache, lambda: capture(args))
     lme = await _cached(args.lme_replay_cache, lambda: capture_lme(args)) if args.longmemeval else None
@@ -181,7 +132,7 @@ async def run_gate_replay(args: argparse.Namespace) -> dict[str, Any]:
         result["longmemeval"] = {"file": lme["file"], "per_type": lme["per_type"], "tune_questions": lme["questions"]}
     for spec in grid:
         t0 = time.perf_counter()
-        settings = settings_from_overrides(base, _parse_overrides(spec))
+        settings = settings_from_overrides(base, parse_overrides(spec))
         run = {"setting": spec or "defaults", **replay(captured, settings, args.top_k)}
         line = ""
         if lme is not None:

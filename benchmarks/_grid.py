@@ -67,7 +67,7 @@ async def _score(system: Any, ds: Any, top_k: int, weights: dict[str, float] | N
 
 
 async def run_grid(args: argparse.Namespace) -> dict[str, Any]:
-    from benchmarks.retrieval import knowledge_update_dataset, locomo_dataset
+    from benchmarks._dataset import knowledge_update_dataset, locomo_dataset
 
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)
     convs = args.conversations or 3

@@ -239,7 +239,7 @@ async def run_histories(args: argparse.Namespace) -> dict[str, Any]:
 
     from benchmarks._embed_cache import CachedEmbedder
     from benchmarks._ours import APP, OursSystem
-    from benchmarks.retrieval import locomo_dataset
+    from benchmarks._dataset import locomo_dataset
 
     if not args.locomo:
         raise SystemExit("--histories needs --locomo PATH")
@@ -305,6 +305,3 @@ async def run_histories(args: argparse.Namespace) -> dict[str, Any]:
             await db.close()
     return result
 
-
-if __name__ == "__main__":  # pragma: no cover - use retrieval.py --histories
-    raise SystemExit("run: python benchmarks/retrieval.py --histories --locomo PATH")

@@ -21,9 +21,9 @@ from types import SimpleNamespace
 from collections import defaultdict
 from typing import Any
 
+from benchmarks._capture import captured_search, numpy_path, rank_captured, spying
 from benchmarks._common import seekdb_or_url
 from benchmarks._embed_cache import CachedEmbedder
-from benchmarks._gate_replay import _rank, captured_search, numpy_path, spying
 from benchmarks._longmemeval import QUESTION_TYPES, build_docs, load_longmemeval, question_metrics
 from benchmarks._metrics import aggregate
 from benchmarks._ours import OursSystem
@@ -82,7 +82,7 @@ def replay_lme(captured: dict[str, Any], settings: Any, top_k: int) -> dict[str,
     """Metrics per question type and ``overall`` of one setting over the captured tune questions."""
     rows = []
     for q in with_author_cues(captured)["queries"]:
-        ranked = _rank(q, settings, top_k)[:top_k]
+        ranked = rank_captured(q, settings, top_k)[:top_k]
         stand_in = SimpleNamespace(abstention=False, evidence_turns=tuple(q["relevant"]),
                                    answer_sessions=tuple(q["sessions"]))
         m = question_metrics(stand_in, ranked)
@@ -128,18 +128,3 @@ def above_evidence(captured: dict[str, Any], settings: Any) -> dict[str, dict[st
                       **{k: a[k] / above if above else 0.0 for k in ("d_semantic", "d_fulltext", "d_context", "d_recency")}}
     return out
 
-
-if __name__ == "__main__":  # python -m benchmarks._lme_replay CAPTURE.pkl ["cchars=-1"]
-    import dataclasses
-    import pickle
-    import sys
-
-    from adk_oceanbase.memory import MemorySettings
-    from benchmarks._ours import settings_from_overrides
-    from benchmarks.retrieval import _parse_overrides
-
-    captured = pickle.loads(Path(sys.argv[1]).read_bytes())
-    base = dataclasses.replace(MemorySettings(), scoring="numpy")
-    settings = settings_from_overrides(base, _parse_overrides(sys.argv[2] if len(sys.argv) > 2 else ""))
-    for group, m in above_evidence(captured, settings).items():
-        print(f"{group:27s} " + "  ".join(f"{k} {v:.3f}" if isinstance(v, float) else f"{k} {v}" for k, v in m.items()))

@@ -23,7 +23,7 @@ Mapping (one question = one user, ``scope`` = ``question_id``):
   against an empty relevant set, as the LoCoMo / knowledge-update abstention
   sets are.
 
-Systems: every ``--systems`` entry as on LoCoMo (``benchmarks.retrieval.build_system``), the tuned
+Systems: every ``--systems`` entry as on LoCoMo (``benchmarks._systems.build_system``), the tuned
 baselines' weights chosen on the tune questions.  ``ours-abstain``, the
 diagnostic ``ours-relevance`` (semantic + full text only) and ``ours-previous``
 (the ranking defaults before the latest change, ``retrieval.PREVIOUS_DEFAULTS``)
@@ -253,9 +253,9 @@ def build_docs(questions: Sequence[LmeQuestion], embedder: Any) -> dict[str, lis
 
 
 def tuning_dataset(questions: Sequence[LmeQuestion], docs: dict[str, list[Any]], q_vecs: dict[str, Any]) -> Any:
-    """The tune questions with evidence as a ``retrieval.Dataset`` (headline groups = the six types),
+    """The tune questions with evidence as a ``_dataset.Dataset`` (headline groups = the six types),
     the shape ``_baseline_tuning`` takes; relevant = evidence turns."""
-    from benchmarks.retrieval import Dataset, EvalQuery
+    from benchmarks._dataset import Dataset, EvalQuery
 
     tuned = [q for q in questions if not q.abstention]
     queries = [EvalQuery(q.question_id, q.question, q.evidence_turns, q.question_type, q_vecs[q.question_id])
@@ -353,7 +353,7 @@ async def run_longmemeval(args: Any) -> dict[str, Any]:
     from benchmarks._baseline_tuning import tune_dense_recency, tune_fusion
     from benchmarks._common import environment, seekdb_or_url
     from benchmarks._embed_cache import CachedEmbedder
-    from benchmarks.retrieval import ABSTAIN_VARIANT, GATE_VARIANT, PACKAGES, PREVIOUS_DEFAULTS, build_system
+    from benchmarks._systems import ABSTAIN_VARIANT, GATE_VARIANT, PACKAGES, PREVIOUS_DEFAULTS, build_system
 
     env = environment(PACKAGES)  # first: the commit and a clean tree as the run starts
     embedder = CachedEmbedder(Path(args.cache_dir) if args.cache_dir else None)

@@ -526,6 +526,3 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
             _print_layout(result["layouts"][layout])
     return result
 
-
-if __name__ == "__main__":  # pragma: no cover - use retrieval.py --scale
-    raise SystemExit("run: python benchmarks/retrieval.py --scale N")

@@ -40,7 +40,7 @@ def query_rows(group: str, relevant: Sequence[str], ranked: Sequence[str], headl
 def locomo_split(path: str, split: str, embedder: Any) -> tuple[Any, dict]:
     """The LoCoMo dataset of ``split`` ("tune" / "test"), named ``locomo:<split>``."""
     from benchmarks._locomo import CATEGORY_NAMES, conversation_docs, load_locomo
-    from benchmarks.retrieval import Dataset, EvalQuery
+    from benchmarks._dataset import Dataset, EvalQuery
 
     every, stats = load_locomo(path)
     convs = [every[i] for i in SPLITS[split].conversations]
@@ -62,7 +62,7 @@ def knowledge_update_split(split: str, embedder: Any) -> tuple[Any, dict]:
     asked at ``_synthetic.KU_CLOCK``."""
     from benchmarks._synthetic import KU_CLOCK, dated_texts, make_knowledge_update_set
     from benchmarks._baselines import Doc
-    from benchmarks.retrieval import Dataset, EvalQuery
+    from benchmarks._dataset import Dataset, EvalQuery
 
     docs: dict[str, list] = {}
     queries: list = []

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks._dataset import parse_overrides
 from benchmarks._common import environment, print_environment, seekdb_or_url
 from benchmarks._embed_cache import CachedEmbedder
 from benchmarks._metrics import aggregate
@@ -105,9 +106,7 @@ async def run_tune_grid(args: argparse.Namespace) -> dict[str, Any]:
             await load_locomo_and_ku(ours, loco, ku)
             base = dataclasses.replace(ours._svc.settings)
             for spec in grid:
-                from benchmarks.retrieval import _parse_overrides
-
-                ours._svc.settings = settings_from_overrides(base, _parse_overrides(spec))
+                ours._svc.settings = settings_from_overrides(base, parse_overrides(spec))
                 t0 = time.perf_counter()
                 run = {"setting": spec or "defaults", "locomo": await _score(ours, loco, args.top_k),
                        "ku": await _score(ours, ku, args.top_k)}

@@ -71,97 +71,23 @@ import logging
 import os
 import sys
 import time
-from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Sequence
 
 if __package__ in (None, ""):  # run as a script: make ``benchmarks`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import numpy as np
-
-from benchmarks._baselines import (
-    ADKInMemorySystem, BM25System, CarefulBM25System, DenseRecencySystem, DenseSystem, Doc, FusionSystem,
-)
+from benchmarks._dataset import Dataset, knowledge_update_dataset, locomo_dataset
 from benchmarks._embed_cache import CachedEmbedder
-from benchmarks._locomo import CATEGORY_NAMES, conversation_docs, load_locomo
 from benchmarks._metrics import aggregate, summarise_latencies
 from benchmarks._common import environment, print_environment, seekdb_or_url, write_json
 from benchmarks._report import format_table
 from benchmarks._split_data import knowledge_update_split, locomo_split, query_rows
-from benchmarks._synthetic import KU_CLOCK, dated_texts, make_knowledge_update_set
+from benchmarks._systems import ALL_SYSTEMS, PACKAGES, build_system
 
 logger = logging.getLogger("benchmarks.retrieval")
 
-PACKAGES = ("adk-oceanbase", "google-adk", "sentence-transformers", "torch", "numpy", "rank-bm25",
-            "pylibseekdb", "SQLAlchemy", "aiomysql")
-ALL_SYSTEMS = ("adk-inmemory", "dense", "bm25", "fusion", "bm25-care", "fusion-tuned", "dense-recency", "ours",
-               "ours-gate", "ours-abstain")
-GATE_VARIANT = {"gsim": 0.76, "glex": 0.15, "gfill": 1.0}
-"""``ours-gate``: the relevance gate (opt-in, ``MemorySettings.relevance_min_similarity``) at the setting chosen on
-the tune split (``--gate-replay default``): the most clean abstentions at no loss of LoCoMo R@10 / knowledge-update R@1."""
-ABSTAIN_VARIANT = {"gsim": 0.76, "glex": 0.25, "gfill": 1.0}
-"""``ours-abstain``: a stricter lexical floor than the default, an opt-in trade-off read off the tune split's
-frontier (``--gate-replay``): 64% clean abstentions for -0.010 LoCoMo R@10 and -0.08 knowledge-update R@1."""
-PREVIOUS_DEFAULTS = {"clend": 0}
-"""``ours-previous``: ours with the ranking defaults before the latest change (a long neighbour lent its
-whole relevance, ``MemorySettings.context_long_lends_less``), for before/after in one run.  Up to
-``retrieval-longmemeval-2026-11-24-n24b.json``: ``author=0.2``.  Up to ``retrieval-longmemeval-2026-11-23-n16d.json``:
-``author=0`` (no author signal); up to ``...-n16b.json``: ``cchars=-1`` (every turn borrowed its whole context
-signal); up to ``...-n16.json``: ``semantic=0.5, fulltext=0.5, context=0.7, cgap=0``."""
 METRIC_COLS = ["R@1", "R@5", "R@10", "nDCG@10", "MRR"]
-
-
-@dataclass(frozen=True)
-class EvalQuery:
-    scope: str
-    question: str
-    relevant: tuple[str, ...]
-    group: str
-    vector: np.ndarray
-
-
-@dataclass
-class Dataset:
-    name: str
-    docs: dict[str, list[Doc]]  # scope -> memories
-    queries: list[EvalQuery]
-    warmups: dict[str, list[tuple[str, np.ndarray]]]  # scope -> recall history
-    headline_groups: tuple[str, ...]
-    now: dict[str, datetime]  # scope -> the moment its questions are asked (for recency)
-
-
-# ---------------------------------------------------------------- datasets
-def locomo_dataset(path: str, conversations: int | None, embedder: CachedEmbedder):
-    convs, stats = load_locomo(path, conversations)
-    queries: list[EvalQuery] = []
-    docs, asked_at = conversation_docs(convs, embedder)
-    q_vecs = embedder.embed([q.question for c in convs for q in c.queries])
-    qi = 0
-    for c in convs:
-        for q in c.queries:
-            group = f"{q.category}:{CATEGORY_NAMES[q.category]}"
-            queries.append(EvalQuery(c.sample_id, q.question, q.evidence, group, q_vecs[qi]))
-            qi += 1
-    headline = tuple(f"{k}:{CATEGORY_NAMES[k]}" for k in (1, 2, 3, 4))
-    return Dataset("locomo", docs, queries, {}, headline, asked_at), stats.as_dict()
-
-
-def knowledge_update_dataset(seed: int, embedder: CachedEmbedder) -> Dataset:
-    """The knowledge-update set of ``seed``, asked at ``KU_CLOCK`` (a fixed day: its dates are in the texts)."""
-    ku = make_knowledge_update_set(seed)
-    scope = f"ku-seed{seed}"
-    texts = dated_texts(ku)
-    vecs = embedder.embed([t for _, _, t in texts])
-    docs = [Doc(m.memory_id, text, m.text, None, when, v) for (m, when, text), v in zip(texts, vecs)]
-    q_vecs = embedder.embed([q.question for q in ku.queries])
-    w_vecs = embedder.embed(ku.warmups) if ku.warmups else []
-    queries = [EvalQuery(scope, q.question, (q.relevant,), q.signal, v) for q, v in zip(ku.queries, q_vecs)]
-    return Dataset(
-        "knowledge_update", {scope: docs}, queries, {scope: list(zip(ku.warmups, w_vecs))},
-        ("recency", "frequency"), {scope: KU_CLOCK},
-    )
 
 
 # ---------------------------------------------------------------- running
@@ -191,53 +117,6 @@ async def evaluate(system: Any, data: Dataset, top_k: int) -> dict[str, Any]:
         "latency": summarise_latencies(lat),
         "index_seconds": index_s,
     }
-
-
-def build_system(name: str, args: argparse.Namespace, embedder: CachedEmbedder, server_url: str | None,
-                 tuned: dict[str, Any] | None = None):
-    tuned = tuned or {}
-    if name == "bm25-care":
-        return CarefulBM25System()
-    if name == "fusion-tuned":
-        w = float(tuned.get("fusion", {}).get("best", 0.7))
-        return FusionSystem(w, 1.0 - w, careful=True, name="fusion-tuned")
-    if name == "dense-recency":
-        best = tuned.get("dense_recency", {}).get("best", {"w_rec": 0.1, "half_life_days": 90.0})
-        return DenseRecencySystem(best["w_rec"], best["half_life_days"])
-    if name == "adk-inmemory":
-        return ADKInMemorySystem()
-    if name == "dense":
-        return DenseSystem()
-    if name == "bm25":
-        return BM25System()
-    if name == "fusion":
-        return FusionSystem()
-    if name == "ours":
-        from benchmarks._ours import OursSystem
-
-        return OursSystem(server_url, embedder, overrides=_parse_overrides(args.ours))
-    if name == "ours-gate":
-        from benchmarks._ours import OursSystem
-
-        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **GATE_VARIANT})
-    if name == "ours-abstain":
-        from benchmarks._ours import OursSystem
-
-        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **ABSTAIN_VARIANT})
-    if name == "ours-previous":
-        from benchmarks._ours import OursSystem
-
-        return OursSystem(server_url, embedder, overrides={**_parse_overrides(args.ours), **PREVIOUS_DEFAULTS})
-    raise SystemExit(f"unknown system {name!r}; choose from {', '.join(ALL_SYSTEMS)}, ours-previous")
-
-
-def _parse_overrides(spec: str | None) -> dict[str, float]:
-    """``"semantic=0.7,fulltext=0.3,recency=0.1,half_life_days=30,pool=100"`` -> dict."""
-    out: dict[str, float] = {}
-    for part in filter(None, (spec or "").split(",")):
-        k, _, v = part.partition("=")
-        out[k.strip()] = float(v)
-    return out
 
 
 def measure_query_embedding(embedder: CachedEmbedder, questions: Sequence[str], n: int = 50) -> dict[str, float]:

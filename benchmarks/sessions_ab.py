@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from _common import ensure_database, environment, print_environment, start_seekdb, write_json  # noqa: E402
-from sessions import PACKAGES, Workload, build_url, fresh, patch_adk_table_setup  # noqa: E402
+from _session_workload import PACKAGES, Workload, build_url, fresh, patch_adk_table_setup  # noqa: E402
 
 
 async def run(args: argparse.Namespace, port: int) -> dict[str, Any]:
