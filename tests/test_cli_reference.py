@@ -6,12 +6,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from adk_oceanbase.cli import build_parser, reference
 from adk_oceanbase.commands import COMMANDS
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "cli.md"
 
 
+@pytest.mark.skipif(
+    sys.version_info >= (3, 13),
+    reason="argparse 3.13 writes '--output, -o OUTPUT' where 3.11/3.12 write '--output OUTPUT, -o OUTPUT': "
+    "docs/cli.md is generated on 3.11 (3.12 prints the same)",
+)
 def test_the_committed_reference_is_what_the_cli_generates():
     assert DOCS.read_text(encoding="utf-8") == reference(), (
         "docs/cli.md is stale: python -m adk_oceanbase.cli --generate-reference > docs/cli.md"
