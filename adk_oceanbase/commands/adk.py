@@ -6,8 +6,8 @@ import argparse
 import sys
 from typing import Any
 
-from .registry import command, flag
 from .output import progress
+from .registry import command, flag
 from .services import open_services
 
 
