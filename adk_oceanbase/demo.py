@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from dataclasses import fields
 from datetime import datetime, timedelta, timezone
 from typing import AsyncGenerator, Callable
 
@@ -32,8 +33,11 @@ from google.genai import types
 
 from .config import Config
 from .engine import Database
-from .memory import HashEmbedder, OceanBaseMemoryService, default_embedder
+from .memory import HashEmbedder, OceanBaseMemoryService, ScoreWeights, default_embedder
 from .sessions import OceanBaseSessionService
+
+SIGNALS = tuple(f.name for f in fields(ScoreWeights))
+"""The weighted signals, as the score lines name them: every field of ``ScoreWeights``, so none is left out."""
 
 APP = "adk_oceanbase_demo"
 USER = "demo-user"
@@ -145,7 +149,7 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         replies = await _converse(runner, fresh.id, [RECALL], out)
         await runner.close()
         hits = await memory.search(APP, USER, RECALL, top_k=3, bump_access=False)
-        out("\ntop memories for that question (weighted: semantic, full-text, recency, frequency, importance, "
+        out(f"\ntop memories for that question (score = the weighted sum of {', '.join(SIGNALS)}; "
             "context = relevance of the turns next to it):")
         _print_hits(hits, out)
 
@@ -163,7 +167,7 @@ async def run_demo(url: str | None = None, *, out: Callable[[str], None] = print
         current = await memory.search(APP, USER, FACT_QUESTION, top_k=2, filters=only_facts, bump_access=False)
         out(f"  {FACT_QUESTION!r} without the version signal (full-text sees 'live' only in the old fact):")
         _print_hits(plain, out)
-        out("  with it (ver = the full-text match the newer version shares; recency then decides):")
+        out("  with it (version = the full-text match the newer version shares; recency then decides):")
         _print_hits(current, out)
         if not current or current[0].memory_id != f"demo-fact-{len(FACTS) - 1}":
             # The version signal links a new fact to the one it replaces by meaning (cosine
@@ -211,7 +215,5 @@ async def _converse(runner: Runner, session_id: str, turns: list[str], out: Call
 
 def _print_hits(hits, out: Callable[[str], None]) -> None:
     for h in hits:
-        sig = h.signals
-        out(f"  {h.score:.3f}  sem={sig.semantic:.2f} ft={sig.fulltext:.2f} rec={sig.recency:.2f} "
-            f"freq={sig.frequency:.2f} imp={sig.importance:.2f} ctx={sig.context:.2f} ver={sig.version:.2f}  "
-            f"{h.entry.content.parts[0].text}")
+        values = " ".join(f"{name}={getattr(h.signals, name):.2f}" for name in SIGNALS)
+        out(f"  {h.score:.3f}  {values}  {h.entry.content.parts[0].text}")
