@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from .config import Config
 from .dialects import EngineDialect, dialect_for
 from .embedded_dir import check_directory
-from .errors import ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
+from .errors import UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
 
 __all__ = ["Database", "EmbeddedSeekdb"]
 
@@ -527,9 +527,6 @@ def _safe_reason(exc: BaseException) -> str:
     return str(args[1]) if len(args) > 1 else type(exc).__name__
 
 
-_UNKNOWN_DATABASE = 1049
-
-
 def _embedded_log_statements(log_mb: int) -> list[str]:
     """What bounds embedded seekdb's own log (``Config.seekdb_log_mb``); persisted in the directory.
 
@@ -570,7 +567,7 @@ async def _ensure_database(
                     await cur.execute(f"USE `{database}`")
                     return
                 except pymysql.err.OperationalError as exc:
-                    if exc.args[0] != _UNKNOWN_DATABASE or attempt == 99:
+                    if exc.args[0] != UNKNOWN_DATABASE or attempt == 99:
                         raise
                     await asyncio.sleep(0.05)
     finally:

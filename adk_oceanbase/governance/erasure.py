@@ -39,7 +39,7 @@ from ..schema import agent_sessions, audit_log, metadata, session_events, sessio
 from ..sessions.codec import check_id
 from . import guard
 from . import queries as q
-from ._tx import transaction
+from ..gateway import transaction
 
 __all__ = ["delete_user_data", "user_tables"]
 
