@@ -48,7 +48,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..audit import AuditEntry
 from ..engine import Database
 from ..errors import SchemaMissingError, ValidationError, typed_errors
-from ..sessions.codec import check_id
+from ..validation import check_id
 from . import queries as q
 from ..gateway import connection, transaction
 

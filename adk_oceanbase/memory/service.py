@@ -42,8 +42,9 @@ from ..governance import guard
 from ..governance import queries as gq
 from ..redaction import RedactionPolicy, redact_value
 from ..schema import agent_memories, memory_terms
-from ..sessions.codec import check_id, check_text, check_timestamp, decode_event
+from ..sessions.codec import decode_event
 from ..telemetry import traced
+from ..validation import check_id, check_text, check_timestamp
 from . import arguments as args
 from . import postings
 from . import queries as q
