@@ -60,7 +60,7 @@ from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
 from .settings import MemorySettings, ScoreWeights
-from .vectorizer import Vectorizer
+from .vectorizer import Vectorizer, rerunnable
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -204,12 +204,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         Deleted memories (tombstones) stay deleted; the count includes
         tombstones whose model was cleared.
         """
-        async with gateway.transaction(self._db) as conn:  # no schema check first: it refuses the other model
-            stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
-            res = await conn.execute(stmt, params)
+        stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
+
+        async def once() -> int:
+            async with gateway.transaction(self._db) as conn:  # no schema check first: it refuses the other model
+                return int((await conn.execute(stmt, params)).rowcount or 0)
+
+        # ready -> pending for other models is harmless to run twice
+        count = await gateway.retrying(once, when=rerunnable, what="reembed")
         self._checked = False
         await self._engine()
-        return int(res.rowcount or 0)
+        return count
 
     async def stats(self, *, app_name: str | None = None) -> dict[str, dict[str, int]]:
         """Memory rows per app and embedding status (``ready``, ``pending``, ``failed``, ``deleted``).

@@ -32,6 +32,7 @@ import numpy as np
 
 from .. import gateway
 from ..engine import Database
+from ..errors import is_connection_lost, is_deadlock
 from . import queries as q
 from .consolidation import _loads, merge_near_duplicates
 from .poisoning import servable
@@ -179,8 +180,13 @@ class Vectorizer:
     async def retry_failed(self) -> int:
         """Gives every ``failed`` row (``max_row_attempts`` used up) fresh rounds; returns how many."""
         stmt, params = q.retry_failed(_now())
-        async with gateway.transaction(self._db) as conn:
-            count = int((await conn.execute(stmt, params)).rowcount or 0)
+
+        async def once() -> int:
+            async with gateway.transaction(self._db) as conn:
+                return int((await conn.execute(stmt, params)).rowcount or 0)
+
+        # failed -> pending is harmless to run twice: a lost connection or a deadlock re-runs it
+        count = await gateway.retrying(once, when=rerunnable, what="retry_failed")
         if count:
             self._backlog = True
             self.submit(())
@@ -378,6 +384,11 @@ class Vectorizer:
             )
         self.stats["embedded"] += len(rows)
         self.upkeep.stored(len(rows))
+
+
+def rerunnable(exc: BaseException) -> bool:
+    """Errors after which an idempotent write runs once more: a deadlock victim or a lost connection."""
+    return is_deadlock(exc) or is_connection_lost(exc)
 
 
 def _by_user(keys: Iterable[MemoryKey]) -> dict[tuple[str, str], list[str]]:
