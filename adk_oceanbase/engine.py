@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from .config import Config
 from .dialects import EngineDialect, dialect_for
 from .embedded_dir import check_directory
-from .errors import UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
+from .errors import NO_SERVER, UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
 
 __all__ = ["Database", "EmbeddedSeekdb"]
 
@@ -489,7 +489,7 @@ def _embedded_connector(db_dir: Path, url: str, connect_args: dict[str, Any]) ->
         try:
             return await aiomysql.connect(*cargs, **{**cparams, "unix_socket": options["unix_socket"]})
         except aiomysql.OperationalError as exc:
-            if driver_error_code(exc) not in _CANNOT_CONNECT:
+            if driver_error_code(exc) not in NO_SERVER:
                 raise
             # Died without our noticing (no pid known): restart once, connect once more.
             await EmbeddedSeekdb.restart(db_dir, EmbeddedSeekdb._entry(db_dir).generation)
@@ -497,9 +497,6 @@ def _embedded_connector(db_dir: Path, url: str, connect_args: dict[str, Any]) ->
             return await aiomysql.connect(*cargs, **{**cparams, "unix_socket": options["unix_socket"]})
 
     return connect
-
-
-_CANNOT_CONNECT = {2002, 2003}  # no socket / connection refused
 
 
 def _watch_embedded(engine: AsyncEngine, db_dir: Path) -> None:

@@ -204,7 +204,8 @@ LOCK_WAIT_TIMEOUTS = frozenset({1205, 6003, 6004})
 QUERY_TIMEOUTS = frozenset({4012, 3024, 1969})
 NO_SUCH_TABLE = 1146
 UNKNOWN_DATABASE = 1049
-CONNECT_CODES = frozenset({2002, 2003, 1045, UNKNOWN_DATABASE})
+NO_SERVER = frozenset({2002, 2003})  # no socket / connection refused
+CONNECT_CODES = frozenset({*NO_SERVER, 1045, UNKNOWN_DATABASE})
 # The server went away from an open connection: shutdown (1053), KILL (MariaDB
 # 1927), gone away / lost (2006, 2013, 2055), out of step (2014), idle timeout
 # (MySQL 8 4031).  0 is pymysql's InterfaceError on a connection it had closed.

@@ -228,8 +228,7 @@ async def _run_alembic_once(
 
 async def current_revision(db: Database) -> str | None:
     """The revision recorded in ``adk_oceanbase_version``, or ``None`` when never migrated."""
-    await db.start()
-    async with db.engine.connect() as conn:
+    async with gateway.connection(db) as conn:
 
         def _read(sync: Any) -> str | None:
             ctx = MigrationContext.configure(sync, opts={"version_table": VERSION_TABLE})
@@ -278,7 +277,7 @@ async def _our_tables(db: Database) -> list[str]:
     Ours means: it has our primary-key columns and no column our newest
     schema lacks (an unfinished setup leaves tables of an earlier revision).
     """
-    async with db.engine.connect() as conn:
+    async with gateway.connection(db) as conn:
         rows = (await conn.execute(_COLUMNS, {"tables": [t.name for t in metadata.sorted_tables]})).all()
     found: dict[str, set[str]] = {}
     for table, column in rows:
