@@ -19,7 +19,6 @@ from typing import Any, Sequence
 from urllib.parse import quote_plus
 
 import aiomysql
-import pymysql
 from sqlalchemy import event, text
 from sqlalchemy.exc import DisconnectionError, InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -28,6 +27,7 @@ from .config import Config
 from .dialects import EngineDialect, dialect_for
 from .embedded_dir import check_directory
 from .errors import NO_SERVER, UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
+from .retry import retrying
 
 __all__ = ["Database", "EmbeddedSeekdb"]
 
@@ -559,13 +559,11 @@ async def _ensure_database(
                 if not create:
                     raise DatabaseNotFoundError(f"no database `{database}` on the server (nothing was created)")
                 await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
-            for attempt in range(100):
-                try:
-                    await cur.execute(f"USE `{database}`")
-                    return
-                except pymysql.err.OperationalError as exc:
-                    if exc.args[0] != UNKNOWN_DATABASE or attempt == 99:
-                        raise
-                    await asyncio.sleep(0.05)
+
+            async def use() -> None:
+                await cur.execute(f"USE `{database}`")
+
+            await retrying(use, when=lambda exc: driver_error_code(exc) == UNKNOWN_DATABASE, attempts=100,
+                           pause_s=lambda _: 0.05, what=f"USE of the new database {database}")
     finally:
         conn.close()

@@ -46,6 +46,7 @@ from sqlalchemy.schema import CreateTable
 
 from .engine import Database
 from .errors import NO_SUCH_TABLE, TABLE_EXISTS, LockTimeoutError, SetupTimeoutError, driver_error_code, translate_db_error
+from .retry import retrying
 from .schema import LOCK_TABLE, setup_lock
 
 __all__ = ["SetupDeadline", "alembic_turn", "schema_lock"]
@@ -207,17 +208,15 @@ async def _create_lock_row(deadline: SetupDeadline) -> None:
     except DBAPIError as exc:
         if driver_error_code(exc) != NO_SUCH_TABLE:
             raise
-    for attempt in range(100):
-        try:
-            async with deadline.connection() as conn, deadline.bound(conn, "the setup lock table"):
-                await conn.execute(CreateTable(setup_lock, if_not_exists=True))
-                await conn.execute(_INSERT_ROW, {"name": _ROW})
-                await conn.commit()
-            return
-        except DBAPIError as exc:
-            if driver_error_code(exc) not in _BEING_CREATED or attempt == 99:
-                raise
-            await asyncio.sleep(0.05)
+
+    async def create() -> None:
+        async with deadline.connection() as conn, deadline.bound(conn, "the setup lock table"):
+            await conn.execute(CreateTable(setup_lock, if_not_exists=True))
+            await conn.execute(_INSERT_ROW, {"name": _ROW})
+            await conn.commit()
+
+    await retrying(create, when=lambda exc: isinstance(exc, DBAPIError) and driver_error_code(exc) in _BEING_CREATED,
+                   attempts=100, pause_s=lambda _: 0.05, what="creating the setup lock table")
 
 
 @asynccontextmanager
