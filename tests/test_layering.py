@@ -187,3 +187,16 @@ def test_the_underscore_check_sees_a_cross_package_import() -> None:
     assert _owner(_absolute("adk_oceanbase/memory/x.py", node_cross) + "._encode_value") == "adk_oceanbase.sessions"
     assert _owner(_absolute("adk_oceanbase/memory/x.py", node_same) + "._loads") == "adk_oceanbase.memory"
     assert _owner("adk_oceanbase._lifecycle.DatabaseService") == "adk_oceanbase"
+
+
+def test_governance_and_validation_sit_below_sessions() -> None:
+    """Governance (erasure, retention, guards) is used by sessions and memory: it must not import them back."""
+    upward = [
+        f"{path}: {_absolute(path, node)}"
+        for path, tree in parsed()
+        if path.startswith(("adk_oceanbase/governance/", "adk_oceanbase/validation.py", "adk_oceanbase/errors.py"))
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and _absolute(path, node).startswith(("adk_oceanbase.sessions", "adk_oceanbase.memory"))
+    ]
+    assert upward == []

@@ -26,7 +26,7 @@ from ..errors import (
     StateTooLargeError,
 )
 from ..jsonvalues import check_json
-from ..schema import STATE_KEY_LEN
+from ..schema import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, STATE_KEY_LEN
 from ..tokens import TokenCounter, event_text
 from ..validation import check_id, check_text, check_timestamp, utf8
 
@@ -50,7 +50,7 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-APP, USER, SESSION = "app", "user", "session"
+APP, USER, SESSION = SCOPE_APP, SCOPE_USER, SCOPE_SESSION
 
 
 def to_datetime(epoch: float) -> datetime:
