@@ -40,7 +40,7 @@ from .errors import (
     SchemaOutdatedError,
     driver_error_code,
     is_connection_lost,
-    is_deadlock,
+    is_rerunnable,
     typed_errors,
 )
 from .rawtx import COMMIT, RawTransaction
@@ -175,9 +175,7 @@ class DatabaseService:
             async with self._tx() as conn:
                 return await work(conn)
 
-        return await gateway.retrying(
-            once, when=lambda exc: is_deadlock(exc) or is_connection_lost(exc), what="a transaction"
-        )
+        return await gateway.retrying(once, when=is_rerunnable, what="a transaction")
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[AsyncConnection]:

@@ -260,6 +260,11 @@ def is_connection_lost(exc: BaseException) -> bool:
     return code in LOST_CODES and (code != 0 or isinstance(orig, pymysql.err.InterfaceError))
 
 
+def is_rerunnable(exc: BaseException) -> bool:
+    """True after a deadlock (rolled back) or a lost connection (outcome unknown): an idempotent write may run again."""
+    return is_deadlock(exc) or is_connection_lost(exc)
+
+
 def translate_db_error(exc: BaseException) -> BaseException:
     """Maps a driver error to our typed tree by error number; returns ``exc`` when unknown."""
     if isinstance(exc, AdkOceanBaseError):

@@ -37,6 +37,7 @@ from ..errors import (
     ValidationError,
     is_deadlock,
     is_duplicate_key,
+    is_rerunnable,
 )
 from ..governance import guard
 from ..governance import queries as gq
@@ -60,7 +61,7 @@ from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
 from .settings import MemorySettings, ScoreWeights
-from .vectorizer import Vectorizer, rerunnable
+from .vectorizer import Vectorizer
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
@@ -211,7 +212,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 return int((await conn.execute(stmt, params)).rowcount or 0)
 
         # ready -> pending for other models is harmless to run twice
-        count = await gateway.retrying(once, when=rerunnable, what="reembed")
+        count = await gateway.retrying(once, when=is_rerunnable, what="reembed")
         self._checked = False
         await self._engine()
         return count

@@ -32,7 +32,7 @@ import numpy as np
 
 from .. import gateway
 from ..engine import Database
-from ..errors import is_connection_lost, is_deadlock
+from ..errors import is_rerunnable
 from . import queries as q
 from .consolidation import _loads, merge_near_duplicates
 from .poisoning import servable
@@ -186,7 +186,7 @@ class Vectorizer:
                 return int((await conn.execute(stmt, params)).rowcount or 0)
 
         # failed -> pending is harmless to run twice: a lost connection or a deadlock re-runs it
-        count = await gateway.retrying(once, when=rerunnable, what="retry_failed")
+        count = await gateway.retrying(once, when=is_rerunnable, what="retry_failed")
         if count:
             self._backlog = True
             self.submit(())
@@ -384,11 +384,6 @@ class Vectorizer:
             )
         self.stats["embedded"] += len(rows)
         self.upkeep.stored(len(rows))
-
-
-def rerunnable(exc: BaseException) -> bool:
-    """Errors after which an idempotent write runs once more: a deadlock victim or a lost connection."""
-    return is_deadlock(exc) or is_connection_lost(exc)
 
 
 def _by_user(keys: Iterable[MemoryKey]) -> dict[tuple[str, str], list[str]]:
