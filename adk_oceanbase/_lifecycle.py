@@ -7,8 +7,10 @@ they created.
 
 Every database call of a service goes through :meth:`DatabaseService._read`,
 :meth:`~DatabaseService._tx`, :meth:`~DatabaseService._rerunnable_tx` or
-:meth:`~DatabaseService._raw_tx`, which turn driver errors into the typed tree
-of :mod:`.errors` (by error number) and re-run what is safe to re-run.
+:meth:`~DatabaseService._raw_tx`: the schema check on first use, then
+:mod:`.gateway`, which turns driver errors into the typed tree of
+:mod:`.errors` (by error number), and its :func:`~.gateway.retrying` for what
+is safe to re-run.
 
 Alembic is imported on first use, not with the package: importing it logs
 seven "setup plugin" INFO lines, and ``adk web`` configures the root logger at
@@ -27,22 +29,21 @@ from contextlib import asynccontextmanager, contextmanager
 from types import ModuleType
 from typing import Any, AsyncIterator, Awaitable, Callable, Iterator, Sequence, TypeVar
 
-from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .config import Config
 from .engine import Database
+from . import gateway
 from .errors import (
     ConfigurationError,
-    ConnectionFailedError,
-    DeadlockError,
     SchemaMissingError,
     SchemaOutdatedError,
     driver_error_code,
     is_connection_lost,
+    is_rerunnable,
     typed_errors,
 )
-from .rawtx import COMMIT, RawTransaction, raw_transaction
+from .rawtx import COMMIT, RawTransaction
 
 __all__ = ["DatabaseService", "adk_uri"]
 
@@ -131,17 +132,13 @@ class DatabaseService:
         still meets one runs once more on a fresh connection, which is safe
         because it changed nothing.  A second failure is raised.
         """
-        engine = await self._engine()
-        with typed_errors():
-            try:
-                async with engine.connect() as conn:
-                    return await work(conn)
-            except DBAPIError as exc:
-                if not is_connection_lost(exc):
-                    raise
-                logger.info("a pooled connection was dropped by the server; re-running the read")
-            async with engine.connect() as conn:
+        await self._engine()
+
+        async def once() -> T:
+            async with gateway.connection(self._db) as conn:
                 return await work(conn)
+
+        return await gateway.retrying(once, when=is_connection_lost, what="a read")
 
     async def _read_batch(self, statements: Sequence[tuple[Any, Any]], *, rerun_codes: frozenset[int] = frozenset()) -> list[Any]:
         """Runs read-only ``statements`` (and a COMMIT) in one round trip; returns each one's ``(count, rows)``.
@@ -154,21 +151,17 @@ class DatabaseService:
         connection, or fails with a server error in ``rerun_codes``, runs once
         more; it changed nothing.  A second failure is raised.
         """
-        engine = await self._engine()
+        await self._engine()
         batch = [*statements, (COMMIT, None)]
 
-        async def run() -> list[Any]:
-            async with raw_transaction(engine, batch=self.config.batch_statements, max_packet=self._db.max_packet) as tx:
+        async def once() -> list[Any]:
+            async with gateway.raw(self._db) as tx:
                 return (await tx.batch(batch))[: len(statements)]
 
-        try:
-            return await run()
-        except Exception as exc:
-            code = driver_error_code(exc.__cause__ or exc)  # typed errors keep the driver's as cause
-            if not (is_connection_lost(exc) or code in rerun_codes):
-                raise
-            logger.info("a read failed (%s); running it once more", exc)
-        return await run()
+        def rerun(exc: BaseException) -> bool:  # typed errors keep the driver's as cause
+            return is_connection_lost(exc) or driver_error_code(exc.__cause__ or exc) in rerun_codes
+
+        return await gateway.retrying(once, when=rerun, what="a read")
 
     async def _rerunnable_tx(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Runs ``work`` in one transaction, once more after a deadlock or a lost connection.
@@ -177,31 +170,25 @@ class DatabaseService:
         did (deletes, idempotent upserts): a deadlock victim was rolled back,
         but after a lost connection the first run may have committed.
         """
-        try:
+
+        async def once() -> T:
             async with self._tx() as conn:
                 return await work(conn)
-        except DeadlockError:
-            logger.info("deadlock victim; re-running the transaction once")
-        except ConnectionFailedError as exc:
-            if not is_connection_lost(exc):
-                raise
-            logger.info("connection lost mid-transaction; re-running it once")
-        async with self._tx() as conn:
-            return await work(conn)
+
+        return await gateway.retrying(once, when=is_rerunnable, what="a transaction")
 
     @asynccontextmanager
     async def _tx(self) -> AsyncIterator[AsyncConnection]:
         """One transaction; driver errors come out as our typed errors (by error number)."""
-        engine = await self._engine()
-        with typed_errors():
-            async with engine.begin() as conn:
-                yield conn
+        await self._engine()
+        async with gateway.transaction(self._db) as conn:
+            yield conn
 
     @asynccontextmanager
     async def _raw_tx(self) -> AsyncIterator[RawTransaction]:
         """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`)."""
-        engine = await self._engine()
-        async with raw_transaction(engine, batch=self.config.batch_statements, max_packet=self._db.max_packet) as tx:
+        await self._engine()
+        async with gateway.raw(self._db) as tx:
             yield tx
 
     async def _release(self) -> None:

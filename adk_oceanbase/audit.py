@@ -51,10 +51,10 @@ import random
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Awaitable, Callable, Iterator, TypeVar
+from typing import Any, AsyncContextManager, Awaitable, Callable, Iterator, TypeVar
 
 from sqlalchemy import Insert, insert
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .errors import ConfigurationError, ValidationError, driver_error_code
 from .schema import ID_LEN, audit_log
@@ -245,11 +245,12 @@ class Auditor:
         return self.settings is not None and self._sample() < self.settings.read_sample
 
     async def write_alone(
-        self, engine: Callable[[], Awaitable[AsyncEngine]], entry: AuditEntry, status: str = "ok", error_code: str | None = None
+        self, transaction: Callable[[], AsyncContextManager[AsyncConnection]], entry: AuditEntry, status: str = "ok",
+        error_code: str | None = None,
     ) -> None:
-        """Records ``entry`` in a transaction of its own; a failure is logged, never raised."""
+        """Records ``entry`` in a transaction of its own (the service's ``_tx``); a failure is logged, never raised."""
         try:
-            async with (await engine()).begin() as conn:
+            async with transaction() as conn:
                 await conn.execute(insert(audit_log).values(**entry.row(status, error_code)))
         except Exception:  # noqa: BLE001 - the audited call's own outcome must win
             logger.warning("could not write the audit row of %s (%s)", entry.operation, status, exc_info=True)
@@ -268,7 +269,7 @@ Count = Callable[[Any], int | None]
 
 
 def audited(describe: Describe, *, read: bool = False, count: Count | None = None) -> Callable[[T], T]:
-    """Audits a service method (the service has ``_auditor`` and ``_engine()``).
+    """Audits a service method (the service has ``_auditor`` and ``_tx()``).
 
     ``describe`` builds the entry from the call's arguments (``None``: the call
     is not audited, e.g. a partial event, which is never stored).  Writes: the
@@ -308,7 +309,7 @@ def audited(describe: Describe, *, read: bool = False, count: Count | None = Non
                 raise
             except Exception as exc:
                 entry.row_count = None
-                await auditor.write_alone(self._engine, entry, "error", error_code(exc))
+                await auditor.write_alone(self._tx, entry, "error", error_code(exc))
                 raise
             finally:
                 _current.reset(mine)
@@ -316,7 +317,7 @@ def audited(describe: Describe, *, read: bool = False, count: Count | None = Non
             if read:
                 entry.row_count = count(result) if count else None
             if not entry.taken:
-                await auditor.write_alone(self._engine, entry)
+                await auditor.write_alone(self._tx, entry)
             return result
 
         return call

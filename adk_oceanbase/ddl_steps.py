@@ -22,7 +22,7 @@ import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.exc import DBAPIError
 
-from .errors import driver_error_code
+from .errors import CANT_DROP, COLUMN_EXISTS, INDEX_EXISTS, TABLE_EXISTS, UNKNOWN_TABLE, driver_error_code
 
 __all__ = [
     "add_column",
@@ -66,9 +66,6 @@ def has_index(table: str, index: str) -> bool:
     )
 
 
-_TABLE_EXISTS, _NO_TABLE, _COLUMN_EXISTS, _INDEX_EXISTS, _CANT_DROP = 1050, 1051, 1060, 1061, 1091
-
-
 def _run(step: Callable[[], Any], done_code: int) -> None:
     """Runs ``step``; its "already done" error (a concurrent or leftover DDL finished it) counts as success."""
     try:
@@ -80,22 +77,22 @@ def _run(step: Callable[[], Any], done_code: int) -> None:
 
 def create_table(name: str, *columns: Any, **kw: Any) -> None:
     if not has_table(name):
-        _run(lambda: op.create_table(name, *columns, **kw), _TABLE_EXISTS)
+        _run(lambda: op.create_table(name, *columns, **kw), TABLE_EXISTS)
 
 
 def drop_table(name: str) -> None:
     if has_table(name):
-        _run(lambda: op.drop_table(name), _NO_TABLE)
+        _run(lambda: op.drop_table(name), UNKNOWN_TABLE)
 
 
 def add_column(table: str, column: sa.Column) -> None:
     if not has_column(table, column.name):
-        _run(lambda: op.add_column(table, column), _COLUMN_EXISTS)
+        _run(lambda: op.add_column(table, column), COLUMN_EXISTS)
 
 
 def drop_column(table: str, column: str) -> None:
     if has_column(table, column):
-        _run(lambda: op.drop_column(table, column), _CANT_DROP)
+        _run(lambda: op.drop_column(table, column), CANT_DROP)
 
 
 def create_index(name: str, table: str, columns: Sequence[str] | None = None, *, sql: str | None = None) -> None:
@@ -103,14 +100,14 @@ def create_index(name: str, table: str, columns: Sequence[str] | None = None, *,
     if has_index(table, name):
         return
     if sql is None:
-        _run(lambda: op.create_index(name, table, list(columns or ())), _INDEX_EXISTS)
+        _run(lambda: op.create_index(name, table, list(columns or ())), INDEX_EXISTS)
     else:
-        _run(lambda: op.execute(sql), _INDEX_EXISTS)
+        _run(lambda: op.execute(sql), INDEX_EXISTS)
 
 
 def drop_index(name: str, table: str) -> None:
     if has_index(table, name):
-        _run(lambda: op.drop_index(name, table_name=table), _CANT_DROP)
+        _run(lambda: op.drop_index(name, table_name=table), CANT_DROP)
 
 
 _AFTER_KEY = "(app_name > :a OR (app_name = :a AND (user_id > :u OR (user_id = :u AND memory_id > :m))))"

@@ -19,7 +19,6 @@ from typing import Any, Sequence
 from urllib.parse import quote_plus
 
 import aiomysql
-import pymysql
 from sqlalchemy import event, text
 from sqlalchemy.exc import DisconnectionError, InvalidatePoolError
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
@@ -27,7 +26,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from .config import Config
 from .dialects import EngineDialect, dialect_for
 from .embedded_dir import check_directory
-from .errors import ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
+from .errors import NO_SERVER, UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
+from .retry import retrying
 
 __all__ = ["Database", "EmbeddedSeekdb"]
 
@@ -489,7 +489,7 @@ def _embedded_connector(db_dir: Path, url: str, connect_args: dict[str, Any]) ->
         try:
             return await aiomysql.connect(*cargs, **{**cparams, "unix_socket": options["unix_socket"]})
         except aiomysql.OperationalError as exc:
-            if driver_error_code(exc) not in _CANNOT_CONNECT:
+            if driver_error_code(exc) not in NO_SERVER:
                 raise
             # Died without our noticing (no pid known): restart once, connect once more.
             await EmbeddedSeekdb.restart(db_dir, EmbeddedSeekdb._entry(db_dir).generation)
@@ -497,9 +497,6 @@ def _embedded_connector(db_dir: Path, url: str, connect_args: dict[str, Any]) ->
             return await aiomysql.connect(*cargs, **{**cparams, "unix_socket": options["unix_socket"]})
 
     return connect
-
-
-_CANNOT_CONNECT = {2002, 2003}  # no socket / connection refused
 
 
 def _watch_embedded(engine: AsyncEngine, db_dir: Path) -> None:
@@ -525,9 +522,6 @@ def _safe_reason(exc: BaseException) -> str:
     """A driver error's message without echoing the password (drivers never include it, but be sure)."""
     args = getattr(exc, "args", ())
     return str(args[1]) if len(args) > 1 else type(exc).__name__
-
-
-_UNKNOWN_DATABASE = 1049
 
 
 def _embedded_log_statements(log_mb: int) -> list[str]:
@@ -565,13 +559,11 @@ async def _ensure_database(
                 if not create:
                     raise DatabaseNotFoundError(f"no database `{database}` on the server (nothing was created)")
                 await cur.execute(f"CREATE DATABASE IF NOT EXISTS `{database}`")
-            for attempt in range(100):
-                try:
-                    await cur.execute(f"USE `{database}`")
-                    return
-                except pymysql.err.OperationalError as exc:
-                    if exc.args[0] != _UNKNOWN_DATABASE or attempt == 99:
-                        raise
-                    await asyncio.sleep(0.05)
+
+            async def use() -> None:
+                await cur.execute(f"USE `{database}`")
+
+            await retrying(use, when=lambda exc: driver_error_code(exc) == UNKNOWN_DATABASE, attempts=100,
+                           pause_s=lambda _: 0.05, what=f"USE of the new database {database}")
     finally:
         conn.close()

@@ -13,9 +13,9 @@ driver failures come out as our typed errors.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -28,9 +28,10 @@ from alembic.util import CommandError
 from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
 
-from . import head_schema, setup_lock
+from . import gateway, head_schema, setup_lock
 from .engine import Database
 from .errors import (
+    DDL_BUSY,
     SchemaConflictError,
     SchemaMissingError,
     SchemaOutdatedError,
@@ -161,11 +162,8 @@ async def _to_head(deadline: setup_lock.SetupDeadline) -> None:
     await _run_alembic(deadline, command.stamp, "head", "stamp")
 
 
-_DDL_BUSY = 4179
-"""OceanBase's "Operation not allowed now": a DDL on a table whose previous DDL the server is still running."""
-
 DDL_BUSY_WAIT_S = 300.0
-"""How long a migration keeps re-running while the server answers :data:`_DDL_BUSY`."""
+"""How long a migration keeps re-running while the server answers :data:`~adk_oceanbase.errors.DDL_BUSY`."""
 
 
 async def _run_alembic(
@@ -182,17 +180,28 @@ async def _run_alembic(
     never past the setup's deadline).
     """
     busy_until = time.monotonic() + min(DDL_BUSY_WAIT_S, deadline.remaining())
-    pause = 0.5
-    while True:
-        try:
-            return await _run_alembic_once(deadline, fn, revision, action)
-        except SchemaOutdatedError as exc:
-            if driver_error_code(exc.__cause__) != _DDL_BUSY or time.monotonic() + pause > busy_until:
-                raise
-            logger.warning("%s: the server is still running an earlier DDL on the table (4179); again in %.1f s",
-                           action, pause)
-        await asyncio.sleep(pause)
-        pause = min(pause * 2, 10.0)
+    runs = 0
+
+    async def once() -> None:
+        nonlocal runs
+        runs += 1
+        await _run_alembic_once(deadline, fn, revision, action)
+
+    def busy(exc: BaseException) -> bool:
+        if not isinstance(exc, SchemaOutdatedError) or driver_error_code(exc.__cause__) != DDL_BUSY:
+            return False
+        if time.monotonic() + _busy_pause(runs) > busy_until:
+            return False
+        logger.warning("%s: the server is still running an earlier DDL on the table (4179); again in %.1f s",
+                       action, _busy_pause(runs))
+        return True
+
+    await gateway.retrying(once, when=busy, attempts=sys.maxsize, pause_s=_busy_pause, what=action)
+
+
+def _busy_pause(runs: int) -> float:
+    """Seconds to wait after the ``runs``-th run was refused with 4179: 0.5, 1, 2, ... up to 10."""
+    return min(0.5 * 2 ** (runs - 1), 10.0)
 
 
 async def _run_alembic_once(
@@ -219,8 +228,7 @@ async def _run_alembic_once(
 
 async def current_revision(db: Database) -> str | None:
     """The revision recorded in ``adk_oceanbase_version``, or ``None`` when never migrated."""
-    await db.start()
-    async with db.engine.connect() as conn:
+    async with gateway.connection(db) as conn:
 
         def _read(sync: Any) -> str | None:
             ctx = MigrationContext.configure(sync, opts={"version_table": VERSION_TABLE})
@@ -269,7 +277,7 @@ async def _our_tables(db: Database) -> list[str]:
     Ours means: it has our primary-key columns and no column our newest
     schema lacks (an unfinished setup leaves tables of an earlier revision).
     """
-    async with db.engine.connect() as conn:
+    async with gateway.connection(db) as conn:
         rows = (await conn.execute(_COLUMNS, {"tables": [t.name for t in metadata.sorted_tables]})).all()
     found: dict[str, set[str]] = {}
     for table, column in rows:

@@ -35,7 +35,7 @@ from sqlalchemy.sql.base import Executable
 from sqlalchemy.sql.elements import TextClause
 from sqlalchemy.util.concurrency import greenlet_spawn
 
-from .errors import PacketTooLargeError, is_connection_lost, typed_errors
+from .errors import CLIENT_ERRORS_FROM, PacketTooLargeError, is_connection_lost, typed_errors
 
 __all__ = ["COMMIT", "RawTransaction", "Result", "raw_transaction"]
 
@@ -243,5 +243,5 @@ def _connection_suspect(exc: BaseException) -> bool:
     """
     if isinstance(exc, pymysql.err.MySQLError):
         args = getattr(exc, "args", ())
-        return not (args and isinstance(args[0], int) and args[0] < 2000)
+        return not (args and isinstance(args[0], int) and args[0] < CLIENT_ERRORS_FROM)
     return isinstance(exc, OSError) or not isinstance(exc, Exception)

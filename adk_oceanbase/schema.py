@@ -46,6 +46,9 @@ __all__ = [
     "ENGINE_INDEXES",
     "ID_LEN",
     "LOCK_TABLE",
+    "SCOPE_APP",
+    "SCOPE_SESSION",
+    "SCOPE_USER",
     "STATE_KEY_LEN",
     "VERSION_TABLE",
     "Vector",
@@ -155,6 +158,9 @@ session_events = Table(
     Index("ix_events_session_ts", "app_name", "user_id", "session_id", "ts"),
     **_TABLE_OPTS,
 )
+
+SCOPE_APP, SCOPE_USER, SCOPE_SESSION = "app", "user", "session"
+"""The values of ``session_state.scope``: ADK's ``app:`` / ``user:`` state prefixes, and the session's own keys."""
 
 session_state = Table(
     "session_state",

@@ -45,7 +45,8 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateTable
 
 from .engine import Database
-from .errors import LockTimeoutError, SetupTimeoutError, driver_error_code, translate_db_error
+from .errors import NO_SUCH_TABLE, TABLE_EXISTS, LockTimeoutError, SetupTimeoutError, driver_error_code, translate_db_error
+from .retry import retrying
 from .schema import LOCK_TABLE, setup_lock
 
 __all__ = ["SetupDeadline", "alembic_turn", "schema_lock"]
@@ -58,8 +59,7 @@ _HAS_ROW = text(f"SELECT name FROM {LOCK_TABLE} WHERE name = :name")
 _INSERT_ROW = text(f"INSERT IGNORE INTO {LOCK_TABLE} (name) VALUES (:name)")
 _LOCK_ROW = text(f"SELECT name FROM {LOCK_TABLE} WHERE name = :name FOR UPDATE")
 
-_NO_TABLE = 1146
-_BEING_CREATED = {1050, _NO_TABLE}  # table exists (a concurrent CREATE) / doesn't exist yet (not visible yet)
+_BEING_CREATED = {TABLE_EXISTS, NO_SUCH_TABLE}  # table exists (a concurrent CREATE) / doesn't exist yet (not visible yet)
 
 _ALEMBIC = threading.Lock()
 
@@ -206,19 +206,17 @@ async def _create_lock_row(deadline: SetupDeadline) -> None:
             if (await conn.execute(_HAS_ROW, {"name": _ROW})).first() is not None:
                 return
     except DBAPIError as exc:
-        if driver_error_code(exc) != _NO_TABLE:
+        if driver_error_code(exc) != NO_SUCH_TABLE:
             raise
-    for attempt in range(100):
-        try:
-            async with deadline.connection() as conn, deadline.bound(conn, "the setup lock table"):
-                await conn.execute(CreateTable(setup_lock, if_not_exists=True))
-                await conn.execute(_INSERT_ROW, {"name": _ROW})
-                await conn.commit()
-            return
-        except DBAPIError as exc:
-            if driver_error_code(exc) not in _BEING_CREATED or attempt == 99:
-                raise
-            await asyncio.sleep(0.05)
+
+    async def create() -> None:
+        async with deadline.connection() as conn, deadline.bound(conn, "the setup lock table"):
+            await conn.execute(CreateTable(setup_lock, if_not_exists=True))
+            await conn.execute(_INSERT_ROW, {"name": _ROW})
+            await conn.commit()
+
+    await retrying(create, when=lambda exc: isinstance(exc, DBAPIError) and driver_error_code(exc) in _BEING_CREATED,
+                   attempts=100, pause_s=lambda _: 0.05, what="creating the setup lock table")
 
 
 @asynccontextmanager

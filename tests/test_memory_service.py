@@ -278,19 +278,19 @@ async def test_search_memory_size_and_access_counting_come_from_settings(engine_
 async def test_search_is_one_round_trip_and_a_failed_read_runs_once_more(memory, engine_db, monkeypatch):
     """The SQL search sends its vector SET, statement and COMMIT together (``_read_batch``); a read
     failing with a listed server error (seekdb's rare 4016 on searches) runs once more, then raises."""
-    from adk_oceanbase import _lifecycle
+    from adk_oceanbase import gateway
 
     await memory.add_memory(app_name="app", user_id="u", memories=[MemoryEntry(
         author="user", content=types.Content(parts=[types.Part.from_text(text="my sister is a nurse in Lyon")]))])
     await memory.flush()
     opened = []
-    real = _lifecycle.raw_transaction
+    real = gateway.raw_transaction
 
     def counting(*a, **kw):
         opened.append(1)
         return real(*a, **kw)
 
-    monkeypatch.setattr(_lifecycle, "raw_transaction", counting)
+    monkeypatch.setattr(gateway, "raw_transaction", counting)
     hits = await memory.search("app", "u", "where does the sister work", bump_access=False)
     assert [h.entry.custom_metadata["memory_id"] for h in hits] and len(opened) == 1
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from google.adk.events.event import Event
 
 from ..errors import ValidationError
+from .. import validation
 from ..sessions import codec
 from . import queries as cq
 
@@ -65,7 +66,7 @@ async def load_within_budget(
     """
     if not isinstance(max_tokens, int) or max_tokens < 0:
         raise ValidationError("max_tokens must be a non-negative integer")
-    app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
+    app, user, sid = validation.check_id("app_name", app_name), validation.check_id("user_id", user_id), validation.check_id("session_id", session_id)
 
     async def load(conn: Any) -> tuple[list, list, list, int, list] | None:
         if (await conn.execute(cq.session_head(app, user, sid))).first() is None:

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from google.adk.sessions.state import State
 
 from ..errors import SessionMissingError, ValidationError
+from .. import validation
 from ..sessions import codec
 from ..sessions import queries as sq
 from . import queries as cq
@@ -84,9 +85,9 @@ async def replay_state(
     """
     if event_id is not None and at_time is not None:
         raise ValidationError("pass event_id or at_time, not both")
-    app, user, sid = codec.check_id("app_name", app_name), codec.check_id("user_id", user_id), codec.check_id("session_id", session_id)
+    app, user, sid = validation.check_id("app_name", app_name), validation.check_id("user_id", user_id), validation.check_id("session_id", session_id)
     if event_id is not None:
-        codec.check_id("event_id", event_id)
+        validation.check_id("event_id", event_id)
 
     async def load(conn: Any) -> tuple[Any, list, list]:
         if (await conn.execute(sq.select_session(app, user, sid))).first() is None:

@@ -36,10 +36,10 @@ from datetime import datetime, timezone
 from ..audit import current_entry
 from ..engine import Database
 from ..schema import agent_sessions, audit_log, metadata, session_events, session_state
-from ..sessions.codec import check_id
+from ..validation import check_id
 from . import guard
 from . import queries as q
-from ._tx import transaction
+from ..gateway import transaction
 
 __all__ = ["delete_user_data", "user_tables"]
 

@@ -19,13 +19,13 @@ from sqlalchemy import (
 
 from ..schema import agent_memories as M
 from ..schema import audit_log as A
+from ..schema import SCOPE_SESSION as SESSION
 from ..schema import agent_sessions as S
 from ..schema import debug_archive as D
 from ..schema import memory_opt_out as O
 from ..schema import memory_terms as MT
 from ..schema import session_events as E
 from ..schema import session_state as ST
-from ..sessions.codec import SESSION
 
 __all__ = [
     "RAW_DEBUG_BASE",

@@ -48,9 +48,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from ..audit import AuditEntry
 from ..engine import Database
 from ..errors import SchemaMissingError, ValidationError, typed_errors
-from ..sessions.codec import check_id
+from ..validation import check_id
 from . import queries as q
-from ._tx import connection, transaction
+from ..gateway import connection, transaction
 
 __all__ = ["Retention", "RetentionPolicy", "RetentionWorker", "SweepCounts", "parse_duration", "sweep"]
 

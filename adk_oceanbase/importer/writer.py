@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from google.adk.events.event import Event
 from google.adk.sessions.state import State
 
+from .. import validation
 from ..sessions import codec
 from ..sessions import queries as sq
 from . import queries as iq
@@ -53,11 +54,11 @@ async def write_shared_state(
 
     The source's values win: an import copies ADK's current state.
     """
-    app = codec.check_id("app_name", app_name)
+    app = validation.check_id("app_name", app_name)
     app_state = await target.redact_state(app, app_state)
     wanted = [("", scope, key, raw) for scope, key, raw in codec.encode_state({codec.APP: app_state})]
     for user_id, state in user_states.items():
-        user = codec.check_id("user_id", user_id)
+        user = validation.check_id("user_id", user_id)
         state = await target.redact_state(app, state)
         wanted += [(user, scope, key, raw) for scope, key, raw in codec.encode_state({codec.USER: state})]
     if not wanted:

@@ -16,7 +16,7 @@ from typing import Any, Mapping
 
 from ..errors import InvalidValueError, ValidationError
 from ..jsonvalues import check_json
-from ..sessions.codec import check_text, check_timestamp
+from ..validation import check_text, check_timestamp
 from .search_sql import SearchFilters
 from .settings import ScoreWeights
 

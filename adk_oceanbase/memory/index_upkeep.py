@@ -35,6 +35,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from .. import gateway
 from ..engine import Database
 from . import queries as q
 from .settings import MemorySettings
@@ -79,7 +80,7 @@ class IndexUpkeep:
         s = self._settings
         start = time.perf_counter()
         try:
-            async with self._db.engine.connect() as conn:
+            async with gateway.connection(self._db) as conn:
                 await conn.execute(text(f"SET ob_query_timeout = {int(s.index_upkeep_timeout_s * 1_000_000)}"))
                 try:
                     await conn.execute(q.rebuild_vector_index(s.index_upkeep_delta_rate))

@@ -12,7 +12,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
 
 from ..errors import ValidationError
-from ..sessions.codec import check_timestamp
+from ..validation import check_timestamp
 from .consolidation import _loads
 from .scoring import Signals
 

@@ -24,24 +24,28 @@ from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
+from .. import gateway
 from .._lifecycle import DatabaseService, adk_uri
 from ..audit import AuditEntry, AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
 from ..errors import (
-    DeadlockError,
-    DuplicateKeyError,
+    OB_INTERNAL_ERROR,
     EmbeddingModelMismatchError,
     MemoryTooLongError,
     MemoryWriteRaceError,
     ValidationError,
+    is_deadlock,
+    is_duplicate_key,
+    is_rerunnable,
 )
 from ..governance import guard
 from ..governance import queries as gq
 from ..redaction import RedactionPolicy, redact_value
 from ..schema import agent_memories, memory_terms
-from ..sessions.codec import check_id, check_text, check_timestamp, decode_event
+from ..sessions.codec import decode_event
 from ..telemetry import traced
+from ..validation import check_id, check_text, check_timestamp
 from . import arguments as args
 from . import postings
 from . import queries as q
@@ -166,7 +170,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 f"embedder {self._embedder.model_name} makes {self._embedder.dim}-d vectors but the memory "
                 f"column holds {want_dim}-d ones (Config.embedding_dim)"
             )
-        async with self._db.engine.connect() as conn:
+        async with gateway.connection(self._db) as conn:
             rows = (await conn.execute(q.embedding_models_in_use())).all()
         others = [(m, d, n) for m, d, n in rows if m != self._embedder.model_name or d != self._embedder.dim]
         if others:
@@ -201,13 +205,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         Deleted memories (tombstones) stay deleted; the count includes
         tombstones whose model was cleared.
         """
-        await self._db.start()
-        async with self._db.engine.begin() as conn:
-            stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
-            res = await conn.execute(stmt, params)
+        stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
+
+        async def once() -> int:
+            async with gateway.transaction(self._db) as conn:  # no schema check first: it refuses the other model
+                return int((await conn.execute(stmt, params)).rowcount or 0)
+
+        # ready -> pending for other models is harmless to run twice
+        count = await gateway.retrying(once, when=is_rerunnable, what="reembed")
         self._checked = False
         await self._engine()
-        return int(res.rowcount or 0)
+        return count
 
     async def stats(self, *, app_name: str | None = None) -> dict[str, dict[str, int]]:
         """Memory rows per app and embedding status (``ready``, ``pending``, ``failed``, ``deleted``).
@@ -464,14 +472,13 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
 
         # Idempotent (known ids are skipped): a deadlock victim or a lost connection re-runs it
         # (_rerunnable_tx), and so does a write that lost a race for the same new rows (1062).
-        for attempt in range(1, _WRITE_ATTEMPTS + 1):
-            try:
-                outcome = await self._rerunnable_tx(write)
-                break
-            except (DuplicateKeyError, DeadlockError):
-                if attempt == _WRITE_ATTEMPTS:
-                    raise
-                await asyncio.sleep(random.uniform(0, 0.005 * 2**attempt))
+        outcome = await gateway.retrying(
+            lambda: self._rerunnable_tx(write),
+            when=lambda exc: is_duplicate_key(exc) or is_deadlock(exc),
+            attempts=_WRITE_ATTEMPTS,
+            pause_s=lambda attempt: random.uniform(0, 0.005 * 2**attempt),
+            what="a memory write",
+        )
         if outcome is None:
             logger.debug("memory opt-out: %d memory draft(s) not stored", len(drafts))
             return []
@@ -847,7 +854,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         ))
         # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
         # one user, never twice in a row; a search is a pure read, so it runs once more.
-        _, tuples = (await self._read_batch(batch, rerun_codes=frozenset({_OB_INTERNAL_ERROR})))[-1]
+        _, tuples = (await self._read_batch(batch, rerun_codes=frozenset({OB_INTERNAL_ERROR})))[-1]
         rows = [_SearchRow(*t) for t in tuples]
         return [
             _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
@@ -902,7 +909,6 @@ class _UserProfile:
     """The user's memory rows, counted up to ``exact_scan_rows`` (or ``fulltext_overfetch_rows``, the larger)."""
 
 
-_OB_INTERNAL_ERROR = 4016
 _SearchRow = namedtuple("_SearchRow", (*ROW_COLUMNS, *sq.SIGNAL_COLUMNS))  # type: ignore[misc]
 """A row of ``search_sql.hybrid_search``, by its documented column order."""
 _PREDATES_ERASURE = (

@@ -30,7 +30,9 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from .. import gateway
 from ..engine import Database
+from ..errors import is_rerunnable
 from . import queries as q
 from .consolidation import _loads, merge_near_duplicates
 from .poisoning import servable
@@ -167,7 +169,7 @@ class Vectorizer:
         if not claims:
             return
         try:
-            async with self._db.engine.begin() as conn:
+            async with gateway.transaction(self._db) as conn:
                 for claim, keys in claims.items():
                     for (app, user), ids in _by_user(keys).items():
                         stmt, params = q.release_claims(app, user, ids, claim)
@@ -178,8 +180,13 @@ class Vectorizer:
     async def retry_failed(self) -> int:
         """Gives every ``failed`` row (``max_row_attempts`` used up) fresh rounds; returns how many."""
         stmt, params = q.retry_failed(_now())
-        async with self._db.engine.begin() as conn:
-            count = int((await conn.execute(stmt, params)).rowcount or 0)
+
+        async def once() -> int:
+            async with gateway.transaction(self._db) as conn:
+                return int((await conn.execute(stmt, params)).rowcount or 0)
+
+        # failed -> pending is harmless to run twice: a lost connection or a deadlock re-runs it
+        count = await gateway.retrying(once, when=is_rerunnable, what="retry_failed")
         if count:
             self._backlog = True
             self.submit(())
@@ -201,7 +208,7 @@ class Vectorizer:
                 retry_before=now - timedelta(seconds=self._settings.retry_interval_s),
                 stale_before=now - timedelta(seconds=self._settings.claim_lease_s),
             )
-            async with self._db.engine.connect() as conn:
+            async with gateway.connection(self._db) as conn:
                 keys = [(r[0], r[1], r[2]) for r in (await conn.execute(stmt, params)).all()]
             fresh = [k for k in keys if k not in self._queued][:room]
             if len(keys) >= limit:
@@ -278,12 +285,12 @@ class Vectorizer:
         now = _now()
         stale = now - timedelta(seconds=self._settings.claim_lease_s)
         groups = _by_user(batch)
-        async with self._db.engine.begin() as conn:
+        async with gateway.transaction(self._db) as conn:
             for (app, user), ids in groups.items():
                 stmt, params = q.claim_for_embedding(app, user, ids, claim, now, stale)
                 await conn.execute(stmt, params)
         rows: list[Any] = []
-        async with self._db.engine.connect() as conn:
+        async with gateway.connection(self._db) as conn:
             for (app, user), ids in groups.items():
                 stmt, params = q.claimed_rows(app, user, ids, claim)
                 rows.extend((await conn.execute(stmt, params)).all())
@@ -338,7 +345,7 @@ class Vectorizer:
         if not rows:
             return
         self.stats["failed_batches"] += 1
-        async with self._db.engine.begin() as conn:
+        async with gateway.transaction(self._db) as conn:
             for (app, user), ids in _by_user([(r.app_name, r.user_id, r.memory_id) for r in rows]).items():
                 stmt, params = q.mark_embed_failed(app, user, ids, claim, _now(), self._settings.max_row_attempts)
                 await conn.execute(stmt, params)
@@ -349,7 +356,7 @@ class Vectorizer:
         dialect = self._db.dialect
         model = self._embedder.model_name
         s = self._settings
-        async with self._db.engine.begin() as conn:
+        async with gateway.transaction(self._db) as conn:
             if s.consolidate:
                 groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
                 for r, v in zip(rows, vecs):

@@ -1,6 +1,6 @@
-"""Pure conversions between ADK objects and rows: events, state values, identifiers. No I/O.
+"""Pure conversions between ADK objects and rows: events and state values. No I/O.
 
-Validation happens here, before any transaction starts, so bad input is
+Validation (with :mod:`..validation` for identifiers, text and timestamps) happens here, before any transaction starts, so bad input is
 rejected with a typed error and nothing is written.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 import gc
 import json
 import logging
-import math
 import threading
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -22,25 +21,20 @@ from pydantic_core import PydanticSerializationError
 
 from ..errors import (
     EventTooLargeError,
-    InvalidIdentifierError,
     InvalidStateError,
-    InvalidTextError,
     InvalidValueError,
     StateTooLargeError,
-    ValidationError,
 )
 from ..jsonvalues import check_json
-from ..schema import ID_LEN, STATE_KEY_LEN
+from ..schema import SCOPE_APP, SCOPE_SESSION, SCOPE_USER, STATE_KEY_LEN
 from ..tokens import TokenCounter, event_text
+from ..validation import check_id, check_text, check_timestamp, utf8
 
 __all__ = [
     "APP",
     "SESSION",
     "USER",
-    "check_id",
     "check_state_size",
-    "check_text",
-    "check_timestamp",
     "decode_event",
     "decode_events",
     "gc_paused",
@@ -52,63 +46,11 @@ __all__ = [
     "state_document",
     "split_state",
     "to_datetime",
-    "utf8",
 ]
 
 logger = logging.getLogger(__name__)
 
-APP, USER, SESSION = "app", "user", "session"
-
-
-def check_id(kind: str, value: Any, *, max_len: int = ID_LEN) -> str:
-    """Returns ``value`` if it is a usable key; raises ``InvalidIdentifierError`` otherwise.
-
-    A trailing space is refused: key columns are ``utf8mb4_bin``, which on
-    seekdb/OceanBase and MySQL/MariaDB alike is PAD SPACE (``'alice' =
-    'alice '``), so user ``"alice "`` would read ``"alice"``'s rows.  Tabs,
-    NBSP, case, ``%`` and ``_`` compare exactly and stay legal.
-    """
-    if not isinstance(value, str):
-        raise InvalidIdentifierError(f"{kind} must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise InvalidIdentifierError(f"{kind} must not be empty")
-    if value.endswith(" "):
-        raise InvalidIdentifierError(
-            f"{kind} {value!r} ends with a space, which the database ignores in comparisons: strip it"
-        )
-    if len(value) > max_len:
-        raise InvalidIdentifierError(f"{kind} is {len(value)} characters; the limit is {max_len}")
-    return check_text(kind, value, InvalidIdentifierError)
-
-
-def check_text(kind: str, value: str, error: type[Exception] = InvalidTextError) -> str:
-    """Returns ``value`` if UTF-8 can store it; a lone surrogate (``"a\\ud800b"``) raises ``error`` naming ``kind``."""
-    utf8(kind, value, error)
-    return value
-
-
-def utf8(kind: str, value: str, error: type[Exception] = InvalidTextError) -> bytes:
-    """``value`` encoded as UTF-8; text with a lone surrogate raises ``error`` naming ``kind``."""
-    try:
-        return value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise error(f"{kind} holds a lone surrogate ({value[exc.start]!r} at {exc.start}), which UTF-8 cannot store") from exc
-
-
-MAX_EPOCH_S = 1e10
-"""Largest timestamp taken as epoch seconds (year 2286): milliseconds (1.7e12 today) are refused, not stored as year 55,000."""
-
-
-def check_timestamp(kind: str, value: Any) -> float:
-    """Returns ``value`` if it is plausible epoch seconds (0 to ``MAX_EPOCH_S``, finite); raises naming ``kind``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValidationError(f"{kind} must be epoch seconds (a number), got {type(value).__name__}")
-    if not (math.isfinite(value) and 0 <= value <= MAX_EPOCH_S):
-        raise ValidationError(
-            f"{kind} must be epoch seconds between 0 and {MAX_EPOCH_S:.0e} (year 2286), got {value!r}"
-            + (": milliseconds? divide by 1000" if math.isfinite(value) and value > MAX_EPOCH_S else "")
-        )
-    return float(value)
+APP, USER, SESSION = SCOPE_APP, SCOPE_USER, SCOPE_SESSION
 
 
 def to_datetime(epoch: float) -> datetime:

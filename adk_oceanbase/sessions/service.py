@@ -49,6 +49,7 @@ from ..governance import queries as gq
 from ..redaction import RedactionPolicy, redact_event, redact_value
 from ..tokens import EstimatingTokenCounter, TokenCounter
 from ..telemetry import traced
+from .. import validation
 from . import codec
 from . import queries as q
 
@@ -161,11 +162,11 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     # ---------------------------------------------------------------- helpers
     @staticmethod
     def _ids(app_name: Any, user_id: Any, session_id: Any = None) -> tuple[str, str, str | None]:
-        app = codec.check_id("app_name", app_name)
-        user = codec.check_id("user_id", user_id)
+        app = validation.check_id("app_name", app_name)
+        user = validation.check_id("user_id", user_id)
         sid = None
         if session_id is not None:
-            sid = codec.check_id("session_id", session_id)
+            sid = validation.check_id("session_id", session_id)
         return app, user, sid
 
     @staticmethod
@@ -357,8 +358,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
     @traced
     @audited(by_ids("list_sessions"), read=True, count=lambda r: len(r.sessions))
     async def list_sessions(self, *, app_name: str, user_id: Optional[str] = None) -> ListSessionsResponse:
-        app = codec.check_id("app_name", app_name)
-        user = codec.check_id("user_id", user_id) if user_id is not None else None
+        app = validation.check_id("app_name", app_name)
+        user = validation.check_id("user_id", user_id) if user_id is not None else None
 
         async def load(conn: AsyncConnection) -> tuple[list, list]:
             rows = (await conn.execute(q.select_sessions(app, user))).all()
@@ -383,8 +384,8 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         Keyset pagination: each page costs O(limit) whatever its depth, unlike
         ADK's unbounded ``list_sessions`` (ADK issues #4621/#4871).
         """
-        app = codec.check_id("app_name", app_name)
-        user = codec.check_id("user_id", user_id) if user_id is not None else None
+        app = validation.check_id("app_name", app_name)
+        user = validation.check_id("user_id", user_id) if user_id is not None else None
         if not isinstance(limit, int) or not 1 <= limit <= 1000:
             raise ValidationError("limit must be an integer between 1 and 1000")
         after = _decode_cursor(cursor) if cursor else None
@@ -462,7 +463,7 @@ class OceanBaseSessionService(DatabaseService, BaseSessionService):
         Read from the session rows' counters, so it costs one grouped scan of
         ``agent_sessions``, never of the events.
         """
-        app = codec.check_id("app_name", app_name) if app_name is not None else None
+        app = validation.check_id("app_name", app_name) if app_name is not None else None
 
         async def load(conn: AsyncConnection) -> list:
             return (await conn.execute(q.session_stats(app))).all()
