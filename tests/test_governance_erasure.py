@@ -17,6 +17,8 @@ from adk_oceanbase.errors import SchemaMissingError, SessionMissingError
 from adk_oceanbase.governance import DebugArchiveSettings, delete_user_data
 from adk_oceanbase.memory import HashEmbedder, MemorySettings, OceanBaseMemoryService
 
+from .governance import _helpers
+
 APP = "erase_app"
 
 
@@ -36,18 +38,8 @@ def turn(author: str, said: str, ts: float, delta: dict | None = None) -> Event:
 
 
 async def rows_of(db, user: str) -> dict[str, int]:
-    """Rows whose user_id is exactly ``user`` in every base table of the schema that has a user_id column."""
-    async with db.engine.connect() as conn:
-        tables = (await conn.execute(text(
-            "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
-            "ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
-            "WHERE c.table_schema = DATABASE() AND t.table_type = 'BASE TABLE' AND c.column_name = 'user_id'"
-        ))).scalars().all()
-        out = {}
-        for table in sorted(tables):
-            n = (await conn.execute(text(f"SELECT COUNT(*) FROM {table} WHERE CAST(user_id AS BINARY) = :u"), {"u": user.encode()})).scalar()
-            out[table] = int(n)
-    return out
+    """Rows whose user_id is exactly ``user``, in any app, in every base table with a user_id column."""
+    return await _helpers.rows_of(db, None, user)
 
 
 async def populate(sessions: OceanBaseSessionService, memory: OceanBaseMemoryService, user: str) -> str:

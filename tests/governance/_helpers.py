@@ -12,8 +12,8 @@ from adk_oceanbase.governance.guard import user_key
 from adk_oceanbase.redaction import Redactor
 
 
-async def rows_of(db: Database, app: str, user: str) -> dict[str, int]:
-    """The user's rows in every base table with a ``user_id`` column (exact, binary match)."""
+async def rows_of(db: Database, app: str | None, user: str) -> dict[str, int]:
+    """The user's rows in every base table with a ``user_id`` column (exact, binary match); ``app=None``: in any app."""
     async with db.engine.connect() as conn:
         tables = (await conn.execute(text(
             "SELECT c.table_name FROM information_schema.columns c JOIN information_schema.tables t "
@@ -22,8 +22,9 @@ async def rows_of(db: Database, app: str, user: str) -> dict[str, int]:
         ))).scalars().all()
         out = {}
         for table in sorted(tables):
+            in_app = "" if app is None else "app_name = :a AND "
             n = (await conn.execute(
-                text(f"SELECT COUNT(*) FROM {table} WHERE app_name = :a AND CAST(user_id AS BINARY) = :u"),
+                text(f"SELECT COUNT(*) FROM {table} WHERE {in_app}CAST(user_id AS BINARY) = :u"),
                 {"a": app, "u": user.encode()},
             )).scalar()
             out[table] = int(n)
