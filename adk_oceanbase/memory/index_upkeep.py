@@ -64,7 +64,7 @@ class IndexUpkeep:
     def stored(self, rows: int) -> None:
         """The vectorizer stored ``rows`` vectors; starts a check when ``index_upkeep_rows`` have piled up."""
         every = self._settings.index_upkeep_rows
-        if not every or not self._db.dialect.native_vectors:
+        if not every or not self._db.dialect.rebuilds_vector_index:
             return
         self._since += rows
         if self._since < every:
