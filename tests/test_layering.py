@@ -235,3 +235,29 @@ def test_the_engine_question_check_sees_revisions_and_comments() -> None:
     assert any(rel(p) == "alembic/versions/0001_initial_schema.py" for p in SOURCES)
     assert any(rel(p) == "adk_oceanbase/dialects.py" for p in SOURCES)
     assert "native_vectors" in (PACKAGE / "dialects.py").read_text(encoding="utf-8")
+
+
+# Modules that pause (``asyncio.sleep`` / ``time.sleep``) outside retry.py -> why it is not a re-run.
+PAUSES_ALLOWED = {
+    "adk_oceanbase/setup_lock.py": "alembic_turn polls a threading lock without blocking the event loop "
+    "(nothing is re-run)",
+    "adk_oceanbase/embedded.py": "_gone waits, in a worker thread, for a dying seekdb child to end (nothing is re-run)",
+}
+
+
+def pauses() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path, tree in parsed():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("sleep"):
+                found.setdefault(path, []).append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_re_runs_pause_in_the_retry_helper_only() -> None:
+    """A loop that re-runs failed work with a pause is a second retry policy: use ``gateway.retrying``."""
+    found = pauses()
+    assert "adk_oceanbase/retry.py" in found
+    unexpected = {p: calls for p, calls in found.items() if p not in PAUSES_ALLOWED and p != "adk_oceanbase/retry.py"}
+    assert unexpected == {}, "re-run with adk_oceanbase.retry.retrying(..., pause_s=...)"
+    assert set(PAUSES_ALLOWED) <= set(found), "no longer pauses: take it off PAUSES_ALLOWED"

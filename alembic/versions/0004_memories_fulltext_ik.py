@@ -32,7 +32,8 @@ def _swap(parser: str) -> None:
     steps.drop_index("ix_memories_content_ft", "agent_memories")
     steps.create_index(
         "ix_memories_content_ft", "agent_memories",
-        sql=f"CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content){dialect.fulltext_parser_clause(parser)}",
+        sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)"
+        + dialect.fulltext_parser_clause(parser),
     )
 
 
