@@ -63,6 +63,8 @@ ENGINE_OPENERS = {
     "overrun) whose raw driver errors migrations.py reads by number (4179, 1146) and then translates",
     "adk_oceanbase/importer/source.py": "the import source is someone else's database (ADK's tables, SQLite or "
     "MySQL), not ours; its errors are wrapped in ConnectionFailedError / SourceSchemaError there",
+    "adk_oceanbase/rawtx.py": "the driver connection under gateway.raw(), which is the only caller; its errors are "
+    "typed there",
 }
 
 
@@ -73,13 +75,37 @@ def test_only_the_gateway_opens_the_engine() -> None:
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("begin", "connect")
+                and node.func.attr in ("begin", "connect", "raw_connection")
                 and "engine" in ast.unparse(node.func.value)
             ):
                 openers.setdefault(path, []).append(f"{node.lineno}: {ast.unparse(node.func)}")
     unexpected = {p: calls for p, calls in openers.items() if p not in ENGINE_OPENERS}
     assert unexpected == {}, "open connections with adk_oceanbase.gateway.transaction() / connection()"
     assert set(ENGINE_OPENERS) == set(openers), "an exception no longer needed: take it off ENGINE_OPENERS"
+
+
+# Modules that build an engine or open a driver connection themselves -> why.
+DRIVER_OPENERS = {
+    "adk_oceanbase/engine.py": "builds the one engine, after creating a missing database on a driver connection "
+    "of its own (its errors become DatabaseNotFoundError / ConnectionFailedError there)",
+    "adk_oceanbase/embedded.py": "the pool's connect function for embedded seekdb (the socket moves on a restart); "
+    "it runs inside the engine's checkout, so the gateway types its errors",
+    "adk_oceanbase/importer/source.py": "the import source is someone else's database, not ours (see ENGINE_OPENERS)",
+}
+
+
+def test_only_the_engine_builds_engines_and_driver_connections() -> None:
+    """No module sidesteps the pool (its session settings, the gateway's typed errors) with a connection of its own."""
+    found: dict[str, list[str]] = {}
+    for path, tree in parsed():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in (
+                "aiomysql.connect", "pymysql.connect", "create_async_engine", "create_engine", "sa.create_engine",
+                "sqlalchemy.create_engine",
+            ):
+                found.setdefault(path, []).append(f"{node.lineno}: {ast.unparse(node.func)}")
+    assert {p: calls for p, calls in found.items() if p not in DRIVER_OPENERS} == {}, "use adk_oceanbase.gateway"
+    assert set(DRIVER_OPENERS) == set(found), "an exception no longer needed: take it off DRIVER_OPENERS"
 
 
 # (module, the underscore name it uses) -> why it still does.  Remove entries as they are fixed.
