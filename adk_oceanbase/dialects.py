@@ -51,6 +51,10 @@ class EngineDialect:
         """Statements bounding a setup connection's server-side waits to ``timeout_s`` (DDL, metadata locks)."""
         return []
 
+    def statement_timeout_statements(self, timeout_s: float) -> list[str]:
+        """Statements setting this connection's statement timeout (``Config.query_timeout_s`` is the pool's)."""
+        return []
+
     # ---------------------------------------------------------------- vectors
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str | bytes:
@@ -105,6 +109,9 @@ class OceanBaseDialect(EngineDialect):
         # the server honours it (the hidden _ob_ddl_timeout, 1000 s, is cluster-wide).
         return [f"SET ob_query_timeout = {max(1, int(timeout_s * 1_000_000))}"]
 
+    def statement_timeout_statements(self, timeout_s: float) -> list[str]:
+        return [f"SET ob_query_timeout = {int(timeout_s * 1_000_000)}"]
+
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str:
         arr = np.asarray(vec, dtype=np.float32)
         # repr of float32 via float() keeps ~9 significant digits: enough for float32.
@@ -146,6 +153,11 @@ class MySQLDialect(EngineDialect):
             return [f"SET time_zone = '+00:00', max_statement_time = {float(query_timeout_s):.6f}"]
         ms = max(1, int(query_timeout_s * 1000))
         return [f"SET time_zone = '+00:00', max_execution_time = {ms}"]
+
+    def statement_timeout_statements(self, timeout_s: float) -> list[str]:
+        if self.mariadb:
+            return [f"SET max_statement_time = {float(timeout_s):.6f}"]
+        return [f"SET max_execution_time = {max(1, int(timeout_s * 1000))}"]
 
     def setup_statements(self, timeout_s: float) -> list[str]:
         # DDL waits for the metadata lock of every open transaction that touched the
