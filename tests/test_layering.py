@@ -290,4 +290,3 @@ def test_governance_and_validation_sit_below_sessions() -> None:
         and _absolute(path, node).startswith(("adk_oceanbase.sessions", "adk_oceanbase.memory"))
     ]
     assert upward == []
-
