@@ -55,14 +55,6 @@ class EngineDialect:
         """Statements setting this connection's statement timeout (``Config.query_timeout_s`` is the pool's)."""
         return []
 
-    # ---------------------------------------------------------------- vectors
-
-    def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str | bytes:
-        raise NotImplementedError
-
-    def decode_vector(self, raw: object) -> np.ndarray | None:
-        raise NotImplementedError
-
     # ------------------------------------------------------------ DDL fragments
     # The Alembic revisions build their engine-specific DDL from these, and a
     # revision is history: a fragment may never change what an existing
@@ -85,6 +77,13 @@ class EngineDialect:
         """The ``CREATE VECTOR INDEX`` statement for ``table(column)``, or ``None`` where vectors have no index."""
         return None
 
+    # ---------------------------------------------------------------- vectors
+
+    def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str | bytes:
+        raise NotImplementedError
+
+    def decode_vector(self, raw: object) -> np.ndarray | None:
+        raise NotImplementedError
 
 
 
@@ -92,11 +91,11 @@ class EngineDialect:
 class OceanBaseDialect(EngineDialect):
     """OceanBase 4.3.5+ and seekdb: native ``VECTOR``, HNSW, ``APPROXIMATE``, ngram full-text."""
 
-    name: str = "oceanbase"
-    native_vectors: bool = True
     db_system: str = "oceanbase"
     fulltext_parsers: bool = True
     rebuilds_vector_index: bool = True
+    name: str = "oceanbase"
+    native_vectors: bool = True
 
     def init_statements(self, query_timeout_s: float) -> list[str]:
         # ob_query_timeout is in microseconds; the server default (10 s) is too
@@ -104,13 +103,19 @@ class OceanBaseDialect(EngineDialect):
         us = int(query_timeout_s * 1_000_000)
         return [f"SET time_zone = '+00:00', ob_query_timeout = {us}"]
 
+    def statement_timeout_statements(self, timeout_s: float) -> list[str]:
+        return [f"SET ob_query_timeout = {int(timeout_s * 1_000_000)}"]
+
+    def vector_column_sql(self, dim: int) -> str:
+        return f"VECTOR({int(dim)})"
+
+    def vector_index_sql(self, name: str, table: str, column: str) -> str | None:
+        return f"CREATE VECTOR INDEX {name} ON {table}({column}) WITH (distance=cosine, type=hnsw, lib=vsag)"
+
     def setup_statements(self, timeout_s: float) -> list[str]:
         # A DDL waits for the server's DDL service: ob_query_timeout bounds it where
         # the server honours it (the hidden _ob_ddl_timeout, 1000 s, is cluster-wide).
         return [f"SET ob_query_timeout = {max(1, int(timeout_s * 1_000_000))}"]
-
-    def statement_timeout_statements(self, timeout_s: float) -> list[str]:
-        return [f"SET ob_query_timeout = {int(timeout_s * 1_000_000)}"]
 
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str:
         arr = np.asarray(vec, dtype=np.float32)
@@ -126,12 +131,6 @@ class OceanBaseDialect(EngineDialect):
         if not text:
             return np.zeros(0, dtype=np.float32)
         return np.array([float(x) for x in text.split(",")], dtype=np.float32)
-
-    def vector_column_sql(self, dim: int) -> str:
-        return f"VECTOR({int(dim)})"
-
-    def vector_index_sql(self, name: str, table: str, column: str) -> str | None:
-        return f"CREATE VECTOR INDEX {name} ON {table}({column}) WITH (distance=cosine, type=hnsw, lib=vsag)"
 
 
 
@@ -159,6 +158,10 @@ class MySQLDialect(EngineDialect):
             return [f"SET max_statement_time = {float(timeout_s):.6f}"]
         return [f"SET max_execution_time = {max(1, int(timeout_s * 1000))}"]
 
+    def vector_column_sql(self, dim: int) -> str:
+        # Little-endian float32 bytes (encode_vector); the dimension is the embedder's to keep.
+        return "LONGBLOB"
+
     def setup_statements(self, timeout_s: float) -> list[str]:
         # DDL waits for the metadata lock of every open transaction that touched the
         # table, for lock_wait_timeout seconds: a year by default.
@@ -172,10 +175,24 @@ class MySQLDialect(EngineDialect):
             return None
         return np.frombuffer(bytes(raw), dtype="<f4").copy()
 
-    def vector_column_sql(self, dim: int) -> str:
-        # Little-endian float32 bytes (encode_vector); the dimension is the embedder's to keep.
-        return "LONGBLOB"
 
+
+def dialect_for(server_version: str) -> EngineDialect:
+    """Picks the dialect from ``SELECT VERSION()`` (OceanBase reports e.g. '5.7.25-OceanBase seekdb-v1.4.0.0')."""
+    if "oceanbase" in server_version.lower():
+        return OceanBaseDialect()
+    return MySQLDialect(mariadb="mariadb" in server_version.lower())
+
+
+def dialect_for_config(config: "Config") -> EngineDialect:
+    """The engine family a configuration names, before connecting: OceanBase for ``seekdb`` / ``oceanbase`` URLs.
+
+    MySQL and MariaDB are told apart by the server's version only
+    (:func:`dialect_for`); this answers what needs no connection (telemetry's
+    ``db.system``), never for a connected :class:`~adk_oceanbase.engine.Database`,
+    whose ``dialect`` is the server's own answer.
+    """
+    return _OCEANBASE if config.flavor in ("seekdb", "oceanbase") else _MYSQL
 
 
 class _ColumnSpec(UserDefinedType):
@@ -192,21 +209,3 @@ class _ColumnSpec(UserDefinedType):
 
 _OCEANBASE = OceanBaseDialect()
 _MYSQL = MySQLDialect()
-
-
-def dialect_for(server_version: str) -> EngineDialect:
-    """Picks the dialect from ``SELECT VERSION()`` (OceanBase reports e.g. '5.7.25-OceanBase seekdb-v1.4.0.0')."""
-    if "oceanbase" in server_version.lower():
-        return _OCEANBASE
-    return MySQLDialect(mariadb="mariadb" in server_version.lower())
-
-
-def dialect_for_config(config: "Config") -> EngineDialect:
-    """The engine family a configuration names, before connecting: OceanBase for ``seekdb`` / ``oceanbase`` URLs.
-
-    MySQL and MariaDB are told apart by the server's version only
-    (:func:`dialect_for`); this answers what needs no connection (telemetry's
-    ``db.system``), never for a connected :class:`~adk_oceanbase.engine.Database`,
-    whose ``dialect`` is the server's own answer.
-    """
-    return _OCEANBASE if config.flavor in ("seekdb", "oceanbase") else _MYSQL
