@@ -172,11 +172,6 @@ class Config:
     embedding_dim: int = 384
     """Dimension of the memory ``VECTOR`` column, fixed when the schema is created."""
 
-    @property
-    def is_oceanbase(self) -> bool:
-        """True for engines with native VECTOR / APPROXIMATE (seekdb and OceanBase)."""
-        return self.flavor in ("seekdb", "oceanbase")
-
     # ------------------------------------------------------------------ parsing
     @classmethod
     def from_url(cls, url: str | None = None, *, environ: Mapping[str, str] | None = None, **overrides: Any) -> "Config":

@@ -32,7 +32,6 @@ import re
 from pathlib import Path
 
 from sqlalchemy import MetaData, Table, text
-from sqlalchemy.dialects.mysql import LONGBLOB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 from sqlalchemy.schema import CreateTable
@@ -51,7 +50,7 @@ def create_table_statements(engine: EngineDialect, sql_dialect: Dialect, embeddi
         table = source.to_metadata(copy)
         for column in table.columns:
             if isinstance(column.type, Vector):
-                column.type = Vector(embedding_dim) if engine.native_vectors else LONGBLOB()
+                column.type = engine.vector_column_type(embedding_dim)
         statements.append(_with_indexes(table, sql_dialect, engine.name))
     return statements
 

@@ -5,7 +5,7 @@ depends on): the application chooses the SDK and exporters, as with ADK's own
 spans, and ours nest under ADK's ``invoke_agent`` / ``call_llm`` spans.
 
 * A span per call, ``adk_oceanbase.<method>`` (kind CLIENT), with
-  ``db.system`` (``oceanbase`` for OceanBase and seekdb, else ``mysql``),
+  ``db.system`` (the dialect's: ``oceanbase`` for OceanBase and seekdb, else ``mysql``),
   ``db.name``, ``db.operation.name``, ``adk.app_name``, rows returned or
   written where the result already holds them, and ``error.type`` plus an
   ERROR status on failure.
@@ -39,6 +39,8 @@ from opentelemetry.trace import NoOpTracerProvider, ProxyTracerProvider, SpanKin
 # The API exports no public name for the placeholder that get_meter_provider()
 # returns before set_meter_provider() (its tracing twin, ProxyTracerProvider, is public).
 from opentelemetry.metrics._internal import _ProxyMeterProvider
+
+from .dialects import dialect_for_config
 
 __all__ = ["set_providers", "traced"]
 
@@ -172,7 +174,7 @@ def traced(method: F) -> F:
             return await method(self, *args, **kwargs)
         config = self.config
         attrs: dict[str, Any] = {
-            "db.system": "oceanbase" if config.is_oceanbase else "mysql",
+            "db.system": dialect_for_config(config).db_system,
             "db.name": config.database,
             "db.operation.name": op,
         }

@@ -30,7 +30,6 @@ import logging
 import sys
 import time
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable
 
@@ -41,7 +40,6 @@ sys.path.insert(1, str(Path(__file__).resolve().parent.parent))
 
 from _common import (  # noqa: E402  (script-style import of the sibling module)
     Timer,
-    ensure_database,
     environment,
     print_environment,
     seekdb_or_url,
@@ -49,6 +47,10 @@ from _common import (  # noqa: E402  (script-style import of the sibling module)
     time_async_paired,
     time_async_repeated,
     write_json,
+)
+from _session_report import Result, check_targets, print_report  # noqa: E402
+from _session_systems import (  # noqa: E402,F401  (re-exported: sessions.X keeps working)
+    System, make_adk, make_ours, model_contents, ours_pool_settings, token_estimate,
 )
 from _session_workload import (  # noqa: E402,F401  (re-exported: sessions.X keeps working)
     AGENT, APP, BASELINE_PATCH, PACKAGES, Workload, build_url, fresh, patch_adk_table_setup, split_url,
@@ -60,97 +62,10 @@ from google.adk.sessions.base_session_service import GetSessionConfig  # noqa: E
 from google.genai import types  # noqa: E402
 
 
-# =========================================================================== workload (the rest: _session_workload.py)
-def token_estimate(contents: list[types.Content]) -> tuple[int, str]:
-    """Tokens of the contents ADK would hand the model (our estimator when importable, else chars/4)."""
-    try:
-        from adk_oceanbase.tokens import EstimatingTokenCounter
-
-        counter, name = EstimatingTokenCounter().count, "adk_oceanbase.tokens.EstimatingTokenCounter"
-    except Exception:  # package not importable: keep the benchmark usable for the baseline alone
-        counter, name = (lambda s: (len(s) + 3) // 4), "chars/4"
-    total = 0
-    for content in contents:
-        for part in content.parts or []:
-            if part.text:
-                total += counter(part.text)
-            if part.function_call:
-                total += counter(json.dumps(part.function_call.model_dump(mode="json", exclude_none=True)))
-            if part.function_response:
-                total += counter(json.dumps(part.function_response.model_dump(mode="json", exclude_none=True)))
-    return total, name
-
-
-def model_contents(events: list[Event]) -> list[types.Content]:
-    """What ADK's content processor builds from these events (applies compaction the way the Runner does)."""
-    from google.adk.flows.llm_flows.contents import _get_contents
-
-    return _get_contents(None, events, AGENT)
-
-
-# =========================================================================== systems
-@dataclass
-class System:
-    """One session service under test and how to reach it."""
-
-    name: str
-    svc: Any
-
-    async def append_timed(self, session: Any, events: list[Event], lat: list[float] | None) -> None:
-        for tmpl in events:
-            ev = fresh(tmpl)
-            t0 = time.perf_counter()
-            await self.svc.append_event(session, ev)
-            if lat is not None:
-                lat.append(time.perf_counter() - t0)
-
-
-def ours_pool_settings() -> dict[str, Any]:
-    """Our engine's pool settings (``adk_oceanbase.config.Config`` defaults, ``engine.py``) as engine kwargs.
-
-    ``DatabaseSessionService`` forwards extra keyword arguments to
-    ``create_async_engine``, so ADK can run with the same pool (issue #12):
-    size, overflow, recycle, timeout, and no pre-ping (ADK's default is
-    ``pool_pre_ping=True``: one more round trip on every checkout).  Our
-    ``pool_reset_on_return=None`` is left out: ADK's read sessions end
-    without COMMIT and rely on the pool's reset.
-    """
-    try:
-        from adk_oceanbase.config import Config
-
-        cfg = Config()
-        sizes = {"pool_size": cfg.pool_size, "max_overflow": cfg.max_overflow,
-                 "pool_recycle": cfg.pool_recycle, "pool_timeout": cfg.pool_timeout}
-    except Exception:  # package not importable: the documented defaults
-        sizes = {"pool_size": 10, "max_overflow": 20, "pool_recycle": 3600, "pool_timeout": 30.0}
-    return {**sizes, "pool_pre_ping": False}
-
-
-async def make_adk(host: str, port: int, user: str, pw: str | None, db: str, *, name: str = "adk",
-                   engine_kwargs: dict[str, Any] | None = None) -> System:
-    ensure_database(host, port, user, pw, db, fresh=True)
-    svc = DatabaseSessionService(build_url("mysql+aiomysql", host, port, user, pw, db), **(engine_kwargs or {}))
-    await svc.prepare_tables()
-    return System(name, svc)
-
-
-async def make_ours(host: str, port: int, user: str, pw: str | None, db: str) -> System | None:
-    try:
-        from adk_oceanbase import OceanBaseSessionService
-    except ImportError as exc:
-        print(f"!! ours skipped: adk_oceanbase.OceanBaseSessionService not importable ({exc})")
-        return None
-    ensure_database(host, port, user, pw, db, fresh=True)
-    svc = OceanBaseSessionService(build_url("oceanbase", host, port, user, pw, db))
-    await svc.setup()
-    return System("ours", svc)
-
-
 # =========================================================================== phases
 # Every phase runs all systems sample by sample, alternating their order, so that load from
 # other processes on a shared machine lands on both services alike (measured here: a full run
 # under another agent's test suite moved single-system phases by 2-3x).
-Result = dict[str, Any]
 Systems = list[System]
 
 
@@ -372,112 +287,6 @@ async def phase_service_compaction(sys_: System, events: list[Event], keep: int)
             "tokens_to_model": tokens, "token_counter": counter,
         }
     }
-
-
-# =========================================================================== report
-# (metric key prefix, field, higher_is_better)
-def _headline(res: Result) -> list[tuple[str, str, bool]]:
-    rows: list[tuple[str, str, bool]] = []
-    for key in res:
-        if key.startswith("append_event") or key.startswith("concurrent_writers"):
-            rows += [(key, "p50_ms", False), (key, "events_per_s", True)]
-        elif key.startswith("compacted_"):
-            rows += [(key, "p50_ms", False), (key, "events_loaded", False), (key, "tokens_to_model", False)]
-            if "tokens_to_model_uncompacted" in res[key]:
-                rows.append((key, "tokens_to_model_uncompacted", False))
-        elif isinstance(res[key], dict):
-            rows += [(key, "p50_ms", False), (key, "p95_ms", False)]
-    return rows
-
-
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:,.2f}"
-    return f"{v:,}" if isinstance(v, int) else str(v)
-
-
-def print_report(adk: Result, ours: Result, tuned: Result | None = None) -> dict[str, dict[str, Any]]:
-    """Prints one line per metric with ours/ADK (and ours/ADK-with-our-pool), and returns the ratios for the JSON."""
-    tuned = tuned or {}
-    ratios: dict[str, dict[str, Any]] = {"adk": {}, "adk_tuned": {}}
-    print("\n== results (ratio = ours/ADK; for ms lower is better, for events/s higher is better;"
-          " 'ADK pool' = ADK with our pool settings)")
-    print(f"  {'metric':<46} {'field':<14} {'ADK':>12} {'ADK pool':>12} {'ours':>12} {'ours/ADK':>9} {'/ADK pool':>9}")
-    keys = list(dict.fromkeys([*adk.keys(), *tuned.keys(), *ours.keys()]))
-    merged = {k: (adk.get(k) or ours.get(k) or tuned.get(k)) for k in keys}
-
-    def val(res: Result, key: str, field: str) -> Any:
-        return (res.get(key) or {}).get(field) if isinstance(res.get(key), dict) else None
-
-    for key, field, _hib in _headline(merged):
-        a, t, o = val(adk, key, field), val(tuned, key, field), val(ours, key, field)
-        cells = []
-        for base, name in ((a, "adk"), (t, "adk_tuned")):
-            r = (o / base) if isinstance(base, (int, float)) and isinstance(o, (int, float)) and base else None
-            if r is not None:
-                ratios[name][f"{key}.{field}"] = r
-            cells.append(r)
-        print(f"  {key:<46} {field:<14} {_fmt(a):>12} {_fmt(t):>12} {_fmt(o):>12} {_fmt(cells[0]):>9} {_fmt(cells[1]):>9}")
-    for key in keys:
-        for side, res in (("ADK", adk), ("ADK pool", tuned), ("ours", ours)):
-            if isinstance(res.get(key), str):
-                print(f"  {key}: {side}: {res[key]}")
-    return ratios
-
-
-def check_targets(adk: Result, ours: Result, args: argparse.Namespace, tuned: Result | None = None) -> list[dict[str, Any]]:
-    """The targets of issues #2, #4 and #11, evaluated on this run's numbers."""
-    def get(res: Result, key: str, field: str) -> float | None:
-        v = res.get(key)
-        return v.get(field) if isinstance(v, dict) else None
-
-    app_key = f"append_event_{args.events}"
-    w_key = f"concurrent_writers_{args.writers}"
-    page_key = f"list_sessions_page_{args.page}_of_{args.sessions}_first"
-    comp_key = f"compacted_default_load_{max(args.sizes)}"
-    a_eps, o_eps = get(adk, app_key, "events_per_s"), get(ours, app_key, "events_per_s")
-    a_cmp, o_cmp = get(adk, comp_key, "p50_ms"), get(ours, comp_key, "p50_ms")
-    full_key = f"get_session_full_{max(args.sizes)}"
-    a_full, o_full = get(adk, full_key, "p50_ms"), get(ours, full_key, "p50_ms")
-    t_eps, t_full = get(tuned or {}, app_key, "events_per_s"), get(tuned or {}, full_key, "p50_ms")
-    rows = [
-        ("append_event events/s >= 3x ADK", o_eps / a_eps if a_eps and o_eps else None, lambda v: v >= 3.0, "x"),
-        ("append_event p50 < 5.6 ms (sqlspec)", get(ours, app_key, "p50_ms"), lambda v: v < 5.6, "ms"),
-        ("#11: append_event p50 <= 1.2 ms", get(ours, app_key, "p50_ms"), lambda v: v <= 1.2, "ms"),
-        ("#11: append_event events/s >= 5x ADK", o_eps / a_eps if a_eps and o_eps else None, lambda v: v >= 5.0, "x"),
-        (f"#11: get_session full {max(args.sizes)} <= 0.3x ADK", o_full / a_full if a_full and o_full else None, lambda v: v <= 0.3, "x"),
-        ("(info) append_event events/s vs ADK with our pool", o_eps / t_eps if t_eps and o_eps else None, lambda v: v >= 5.0, "x"),
-        (f"(info) get_session full {max(args.sizes)} vs ADK with our pool", o_full / t_full if t_full and o_full else None, lambda v: v <= 0.3, "x"),
-        (f"(info) get_session full {max(args.sizes)} above the validation floor vs ADK's",
-         (o_full - floor) / (a_full - floor) if a_full and o_full and (floor := get(ours, f"validation_floor_{max(args.sizes)}", "p50_ms"))
-         and a_full > floor else None, lambda v: v <= 0.3, "x"),
-        (f"{args.writers} concurrent writers >= 600 events/s", get(ours, w_key, "events_per_s"), lambda v: v >= 600, "ev/s"),
-        ("create_session p50 <= 2.5 ms", get(ours, "create_session", "p50_ms"), lambda v: v <= 2.5, "ms"),
-        (f"page of {args.page} from {args.sessions} p50 <= 10 ms", get(ours, page_key, "p50_ms"), lambda v: v <= 10, "ms"),
-        ("compacted default load >= 20x faster than ADK full", a_cmp / o_cmp if a_cmp and o_cmp else None, lambda v: v >= 20, "x"),
-        ("(info) include_compacted=False load vs ADK full", a_cmp / o_x if a_cmp and (o_x := get(ours, comp_key.replace("default_load", "load_include_compacted_false"), "p50_ms")) else None, lambda v: v >= 20, "x"),
-    ]
-    out = []
-    print("\n== targets")
-    for name, value, ok, unit in rows:
-        passed = None if value is None else bool(ok(value))
-        out.append({"target": name, "value": value, "unit": unit, "met": passed})
-        mark = "n/a " if passed is None else ("PASS" if passed else "MISS")
-        print(f"  [{mark}] {name}: {_fmt(value)} {unit}")
-    slower = []
-    for key, field, hib in _headline({**adk, **ours}):
-        if field not in ("p50_ms", "events_per_s") or key.startswith("compacted"):
-            continue
-        a, o = get(adk, key, field), get(ours, key, field)
-        if a is not None and o is not None and ((o < a) if hib else (o > a)):
-            slower.append(f"{key}.{field} (ADK {_fmt(a)}, ours {_fmt(o)})")
-    if ours:
-        mark = "PASS" if not slower else "MISS"
-        print(f"  [{mark}] no operation slower than ADK" + ("" if not slower else ": " + "; ".join(slower)))
-        out.append({"target": "no operation slower than ADK", "value": slower, "met": not slower})
-    return out
 
 
 # =========================================================================== main

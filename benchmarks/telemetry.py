@@ -34,7 +34,7 @@ from _common import ensure_database, environment, percentile, print_environment,
 
 
 class _Config:
-    is_oceanbase = True
+    flavor = "seekdb"
     database = "bench"
 
 

@@ -9,19 +9,33 @@ from pathlib import Path
 import pytest
 
 from adk_oceanbase import Config, ConfigurationError
+from adk_oceanbase.dialects import dialect_for_config
 
 
 def test_url_forms():
     emb = Config.from_url("seekdb:///var/lib/adk")
-    assert emb.flavor == "seekdb" and emb.db_dir == Path("/var/lib/adk") and emb.is_oceanbase
+    assert emb.flavor == "seekdb" and emb.db_dir == Path("/var/lib/adk")
     rel = Config.from_url("seekdb://data/dir")
     assert rel.db_dir == (Path.cwd() / "data" / "dir").resolve()
     ob = Config.from_url("oceanbase://root%40sys:p%40ss@10.0.0.1:2881/adk?charset=utf8mb4")
     assert (ob.flavor, ob.user, ob.password, ob.host, ob.port, ob.database) == ("oceanbase", "root@sys", "p@ss", "10.0.0.1", 2881, "adk")
     assert ob.query == {"charset": "utf8mb4"}
     my = Config.from_url("mysql+aiomysql://u:pw@db/app")
-    assert (my.flavor, my.port, my.is_oceanbase) == ("mysql", 3306, False)
+    assert (my.flavor, my.port) == ("mysql", 3306)
     assert Config.from_url("oceanbase://h").port == 2881
+
+
+def test_the_url_names_the_engine_family_through_the_dialect():
+    """Engine identity before connecting comes from the dialect seam, not from ``Config``."""
+    assert not hasattr(Config, "is_oceanbase")
+    family = {url: dialect_for_config(Config.from_url(url)) for url in (
+        "seekdb:///var/lib/adk", "oceanbase://root@h:2881/adk", "mysql+aiomysql://u:pw@db/app", "mariadb://u@db/app")}
+    assert {url: (d.name, d.db_system, d.native_vectors) for url, d in family.items()} == {
+        "seekdb:///var/lib/adk": ("oceanbase", "oceanbase", True),
+        "oceanbase://root@h:2881/adk": ("oceanbase", "oceanbase", True),
+        "mysql+aiomysql://u:pw@db/app": ("mysql", "mysql", False),
+        "mariadb://u@db/app": ("mysql", "mysql", False),
+    }
 
 
 def test_default_home_and_env(monkeypatch, tmp_path):

@@ -1,6 +1,9 @@
 """How the package is layered, checked on its source (issue #25): no database needed.
 
 - every MySQL / OceanBase server error number is defined in ``errors.py`` only;
+- only ``dialects.py`` knows which engine it is on (``native_vectors``, ``is_oceanbase``);
+- pauses between re-runs live in ``retry.py`` only, and only the engine builds
+  engines and driver connections;
 - only ``gateway.py`` opens the engine (``engine.begin()`` / ``engine.connect()``),
   so every I/O path gets typed errors; the exceptions are listed with their reason;
 - no module reaches into another package's underscore names, except the
@@ -55,6 +58,91 @@ def test_server_error_numbers_are_defined_in_errors_only() -> None:
     assert found == [], "name the error number in adk_oceanbase/errors.py and import it"
 
 
+# Modules that may still ask which engine they are on -> why.  The lead removes these at merge.
+ENGINE_QUESTION_ALLOWED = {
+    "adk_oceanbase/memory/service.py": "search seam (other branch)",
+    "adk_oceanbase/memory/consolidation.py": "search seam (other branch)",
+}
+ENGINE_QUESTIONS = ("native_vectors", "is_oceanbase")
+
+
+def engine_identity_mentions() -> dict[str, list[str]]:
+    """Lines outside ``dialects.py`` that name ``native_vectors`` / ``is_oceanbase`` (code, comments or docstrings)."""
+    found: dict[str, list[str]] = {}
+    for path in SOURCES:
+        name = rel(path)
+        if name == "adk_oceanbase/dialects.py":
+            continue
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if any(word in line for word in ENGINE_QUESTIONS):
+                found.setdefault(name, []).append(f"{lineno}: {line.strip()}")
+    return found
+
+
+def test_only_the_dialect_knows_which_engine_it_is() -> None:
+    """What differs between the engines is the dialect's to say (DDL fragments, db.system, vector index upkeep)."""
+    found = engine_identity_mentions()
+    unexpected = {p: lines for p, lines in found.items() if p not in ENGINE_QUESTION_ALLOWED}
+    assert unexpected == {}, "ask the dialect (adk_oceanbase/dialects.py) for what differs, not which engine it is"
+    assert set(ENGINE_QUESTION_ALLOWED) <= set(found), "fixed: take it off ENGINE_QUESTION_ALLOWED"
+
+
+def test_the_engine_question_check_sees_revisions_and_comments() -> None:
+    assert any(rel(p) == "alembic/versions/0001_initial_schema.py" for p in SOURCES)
+    assert any(rel(p) == "adk_oceanbase/dialects.py" for p in SOURCES)
+    assert "native_vectors" in (PACKAGE / "dialects.py").read_text(encoding="utf-8")
+
+
+# Modules that pause (``asyncio.sleep`` / ``time.sleep``) outside retry.py -> why it is not a re-run.
+PAUSES_ALLOWED = {
+    "adk_oceanbase/setup_lock.py": "alembic_turn polls a threading lock without blocking the event loop "
+    "(nothing is re-run)",
+    "adk_oceanbase/embedded.py": "_gone waits, in a worker thread, for a dying seekdb child to end (nothing is re-run)",
+}
+
+
+def pauses() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for path, tree in parsed():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("sleep"):
+                found.setdefault(path, []).append(f"{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_re_runs_pause_in_the_retry_helper_only() -> None:
+    """A loop that re-runs failed work with a pause is a second retry policy: use ``gateway.retrying``."""
+    found = pauses()
+    assert "adk_oceanbase/retry.py" in found
+    unexpected = {p: calls for p, calls in found.items() if p not in PAUSES_ALLOWED and p != "adk_oceanbase/retry.py"}
+    assert unexpected == {}, "re-run with adk_oceanbase.retry.retrying(..., pause_s=...)"
+    assert set(PAUSES_ALLOWED) <= set(found), "no longer pauses: take it off PAUSES_ALLOWED"
+
+
+# Modules that build an engine or open a driver connection themselves -> why.
+DRIVER_OPENERS = {
+    "adk_oceanbase/engine.py": "builds the one engine, after creating a missing database on a driver connection "
+    "of its own (its errors become DatabaseNotFoundError / ConnectionFailedError there)",
+    "adk_oceanbase/embedded.py": "the pool's connect function for embedded seekdb (the socket moves on a restart); "
+    "it runs inside the engine's checkout, so the gateway types its errors",
+    "adk_oceanbase/importer/source.py": "the import source is someone else's database, not ours (see ENGINE_OPENERS)",
+}
+
+
+def test_only_the_engine_builds_engines_and_driver_connections() -> None:
+    """No module sidesteps the pool (its session settings, the gateway's typed errors) with a connection of its own."""
+    found: dict[str, list[str]] = {}
+    for path, tree in parsed():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) in (
+                "aiomysql.connect", "pymysql.connect", "create_async_engine", "create_engine", "sa.create_engine",
+                "sqlalchemy.create_engine",
+            ):
+                found.setdefault(path, []).append(f"{node.lineno}: {ast.unparse(node.func)}")
+    assert {p: calls for p, calls in found.items() if p not in DRIVER_OPENERS} == {}, "use adk_oceanbase.gateway"
+    assert set(DRIVER_OPENERS) == set(found), "an exception no longer needed: take it off DRIVER_OPENERS"
+
+
 ENGINE_OPENERS = {
     "adk_oceanbase/gateway.py": "the gateway itself: typed errors for everything else",
     "adk_oceanbase/engine.py": "Database.start()'s first connection, which builds the engine (its error is wrapped "
@@ -63,6 +151,8 @@ ENGINE_OPENERS = {
     "overrun) whose raw driver errors migrations.py reads by number (4179, 1146) and then translates",
     "adk_oceanbase/importer/source.py": "the import source is someone else's database (ADK's tables, SQLite or "
     "MySQL), not ours; its errors are wrapped in ConnectionFailedError / SourceSchemaError there",
+    "adk_oceanbase/rawtx.py": "the driver connection under gateway.raw(), which is the only caller; its errors are "
+    "typed there",
 }
 
 
@@ -73,7 +163,7 @@ def test_only_the_gateway_opens_the_engine() -> None:
             if (
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
-                and node.func.attr in ("begin", "connect")
+                and node.func.attr in ("begin", "connect", "raw_connection")
                 and "engine" in ast.unparse(node.func.value)
             ):
                 openers.setdefault(path, []).append(f"{node.lineno}: {ast.unparse(node.func)}")

@@ -174,3 +174,44 @@ async def test_a_failed_statistics_gather_is_counted_not_raised(database, monkey
         assert await svc.rebuild_vector_index() is True  # the rebuild does not depend on the statistics
     finally:
         await svc.close()
+
+
+async def test_a_check_runs_under_its_own_timeout_and_hands_back_the_pools(database):
+    """The rebuild statement runs under ``index_upkeep_timeout_s``; the connection returns with ``query_timeout_s``."""
+    from sqlalchemy import event
+
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+                                 settings=_settings(index_upkeep_rows=None, index_upkeep_timeout_s=123.5))
+    sent: list[str] = []
+
+    def record(_c, _cur, stmt, *_a) -> None:
+        sent.append(" ".join(stmt.split()))
+
+    try:
+        await svc.add_memory(app_name=APP, user_id="t", memories=_entries("a", 5, 6))
+        await svc.flush()
+        event.listen(database.engine.sync_engine, "before_cursor_execute", record)
+        try:
+            assert await svc.vectorizer.upkeep.run() is True
+        finally:
+            event.remove(database.engine.sync_engine, "before_cursor_execute", record)
+        timeouts = [s for s in sent if "ob_query_timeout" in s]
+        pool_us = int(database.config.query_timeout_s * 1_000_000)
+        assert timeouts == ["SET ob_query_timeout = 123500000", f"SET ob_query_timeout = {pool_us}"]
+        assert sent.index(timeouts[0]) < min(i for i, s in enumerate(sent) if "REBUILD_INDEX" in s) < sent.index(timeouts[1])
+    finally:
+        await svc.close()
+
+
+async def test_no_upkeep_where_the_engine_has_no_vector_index(mariadb_database):
+    """MySQL/MariaDB score vectors without an index: storing vectors starts no rebuild check."""
+    svc = OceanBaseMemoryService(database=mariadb_database, embedder=HashEmbedder(),
+                                 settings=_settings(index_upkeep_rows=2))
+    try:
+        await svc.add_memory(app_name=APP, user_id="m", memories=_entries("a", 12, 7))
+        await svc.flush()
+        assert svc.vectorizer.stats["embedded"] >= 12
+        described = svc.vectorizer.upkeep.describe()
+        assert not described["running"] and not described["calls"] and described["rows_since_last"] == 0
+    finally:
+        await svc.close()

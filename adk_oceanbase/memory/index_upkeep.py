@@ -20,7 +20,7 @@ executions (``queries.GATHER_TABLE_STATS``).
 
 Bounds: at most one call per process at a time (a call still running when
 the next is due is skipped), the call runs under ``index_upkeep_timeout_s``
-(``ob_query_timeout`` of its own connection), failures are logged and
+(the dialect's statement timeout on its own connection), failures are logged and
 counted, never raised.  ``index_upkeep_rows=None`` turns it off.
 """
 
@@ -64,7 +64,7 @@ class IndexUpkeep:
     def stored(self, rows: int) -> None:
         """The vectorizer stored ``rows`` vectors; starts a check when ``index_upkeep_rows`` have piled up."""
         every = self._settings.index_upkeep_rows
-        if not every or not self._db.dialect.native_vectors:
+        if not every or not self._db.dialect.rebuilds_vector_index:
             return
         self._since += rows
         if self._since < every:
@@ -81,15 +81,17 @@ class IndexUpkeep:
         start = time.perf_counter()
         try:
             async with gateway.connection(self._db) as conn:
-                await conn.execute(text(f"SET ob_query_timeout = {int(s.index_upkeep_timeout_s * 1_000_000)}"))
+                dialect = self._db.dialect
+                for stmt in dialect.statement_timeout_statements(s.index_upkeep_timeout_s):
+                    await conn.execute(text(stmt))
                 try:
                     await conn.execute(q.rebuild_vector_index(s.index_upkeep_delta_rate))
                     await conn.commit()
                     await self.refresh_statistics(conn)
                 finally:
                     # the connection goes back to the pool: give it the configured timeout again
-                    us = int(self._db.config.query_timeout_s * 1_000_000)
-                    await conn.execute(text(f"SET ob_query_timeout = {us}"))
+                    for stmt in dialect.statement_timeout_statements(self._db.config.query_timeout_s):
+                        await conn.execute(text(stmt))
         except asyncio.CancelledError:
             raise
         except Exception:

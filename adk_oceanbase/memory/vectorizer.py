@@ -265,20 +265,35 @@ class Vectorizer:
             logger.warning("vectorizer sweep failed; will retry", exc_info=True)
 
     async def _embed_with_retry(self, texts: list[str], attempts: int) -> np.ndarray | None:
-        s = self._settings
-        for attempt in range(attempts):
-            try:
-                vecs = await asyncio.to_thread(self._embedder.embed, texts)
-                arr = np.asarray(vecs, dtype=np.float32)
-                if arr.shape != (len(texts), self._embedder.dim):
-                    raise ValueError(f"embedder returned shape {arr.shape}, expected {(len(texts), self._embedder.dim)}")
-                return arr
-            except Exception as exc:
-                self.stats["failed_attempts"] += 1
-                logger.warning("embedding attempt %d/%d failed: %s", attempt + 1, attempts, type(exc).__name__)
-                if attempt + 1 < attempts:
-                    await asyncio.sleep(s.retry_base_s * (2**attempt))
-        return None
+        """The model's vectors for ``texts`` in at most ``attempts`` calls, pauses doubling from ``retry_base_s``.
+
+        ``None`` when every call failed (each failure counted in ``failed_attempts``).
+        """
+        base_s = self._settings.retry_base_s
+        failures = 0
+
+        async def embed() -> np.ndarray:
+            vecs = await asyncio.to_thread(self._embedder.embed, texts)
+            arr = np.asarray(vecs, dtype=np.float32)
+            if arr.shape != (len(texts), self._embedder.dim):
+                raise ValueError(f"embedder returned shape {arr.shape}, expected {(len(texts), self._embedder.dim)}")
+            return arr
+
+        def failed(exc: BaseException) -> bool:
+            nonlocal failures
+            failures += 1
+            self.stats["failed_attempts"] += 1
+            logger.warning("embedding attempt %d/%d failed: %s", failures, attempts, type(exc).__name__)
+            return True  # any model error: the model (or its server) may answer the next call
+
+        if attempts < 1:
+            return None
+        try:
+            return await gateway.retrying(embed, when=failed, attempts=attempts,
+                                          pause_s=lambda n: base_s * 2 ** (n - 1), what="embedding a batch")
+        except Exception as exc:
+            failed(exc)  # the last call's failure: retrying() re-raises it without asking
+            return None
 
     async def _claim(self, batch: Sequence[MemoryKey], claim: str) -> list[Any]:
         """Claims the batch's rows that are still unclaimed; returns the rows this claim got."""

@@ -7,10 +7,12 @@ Create Date: 2026-11-22
 Every step is skipped when already done (``adk_oceanbase.ddl_steps``), so a
 run killed half-way completes when run again.  Mirrors ``adk_oceanbase/schema.py`` at the time of writing (a test compares the
 migrated database with the metadata).  The memory table's vector column and its
-indexes depend on the engine (``dialect.native_vectors`` in the Alembic config
-attributes): ``VECTOR(dim)`` + HNSW + ngram full-text on OceanBase/seekdb,
-``LONGBLOB`` + plain full-text on MySQL/MariaDB.  The DDL is spelled out here,
-not borrowed from live code, so this revision means the same thing forever.
+indexes depend on the engine (the dialect in the Alembic config attributes
+supplies the fragments: ``adk_oceanbase.dialects``): ``VECTOR(dim)`` + HNSW +
+ngram full-text on OceanBase/seekdb, ``LONGBLOB`` + plain full-text on
+MySQL/MariaDB.  The rest of the DDL is spelled out here, not borrowed from
+live code, and tests/test_revision_ddl.py holds the fragments to what this
+revision always sent, so it means the same thing forever.
 """
 
 import sqlalchemy as sa
@@ -99,21 +101,14 @@ def upgrade() -> None:
     steps.create_index("ix_memories_user_time", "agent_memories", ["app_name", "user_id", "created_at"])
     steps.create_index("ix_memories_user_hash", "agent_memories", ["app_name", "user_id", "content_hash"])
     steps.create_index("ix_memories_embed_status", "agent_memories", ["embed_status", "updated_at"])
-    if dialect.native_vectors:
-        steps.create_index(
-            "ix_memories_content_ft", "agent_memories",
-            sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER ngram",
-        )
-        steps.create_index(
-            "ix_memories_embedding", "agent_memories",
-            sql="CREATE VECTOR INDEX ix_memories_embedding ON agent_memories(embedding) "
-            "WITH (distance=cosine, type=hnsw, lib=vsag)",
-        )
-    else:
-        steps.create_index(
-            "ix_memories_content_ft", "agent_memories",
-            sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)",
-        )
+    steps.create_index(
+        "ix_memories_content_ft", "agent_memories",
+        sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)"
+        + dialect.fulltext_parser_clause("ngram"),
+    )
+    vector_index = dialect.vector_index_sql("ix_memories_embedding", "agent_memories", "embedding")
+    if vector_index is not None:  # HNSW on OceanBase/seekdb; MySQL/MariaDB score vectors without an index
+        steps.create_index("ix_memories_embedding", "agent_memories", sql=vector_index)
 
 
 def _create_memories(dialect, dim: int) -> None:
@@ -136,7 +131,7 @@ def _create_memories(dialect, dim: int) -> None:
             last_accessed_at DATETIME(6),
             created_at DATETIME(6) NOT NULL,
             updated_at DATETIME(6) NOT NULL,
-            embedding {f"VECTOR({dim})" if dialect.native_vectors else "LONGBLOB"},
+            embedding {dialect.vector_column_sql(dim)},
             embedding_model VARCHAR(128),
             embedding_dim INTEGER,
             embed_status VARCHAR(16) NOT NULL DEFAULT 'pending',

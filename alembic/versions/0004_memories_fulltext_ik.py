@@ -24,14 +24,16 @@ depends_on = None
 
 
 def _swap(parser: str) -> None:
-    if not context.config.attributes["dialect"].native_vectors:
+    dialect = context.config.attributes["dialect"]
+    if not dialect.fulltext_parsers:  # MySQL/MariaDB: their one built-in parser, nothing to swap
         return
     # A run killed after the DROP, or after the CREATE, completes on the next one
     # (after the CREATE it rebuilds the index once more: same parser, same result).
     steps.drop_index("ix_memories_content_ft", "agent_memories")
     steps.create_index(
         "ix_memories_content_ft", "agent_memories",
-        sql=f"CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content) WITH PARSER {parser}",
+        sql="CREATE FULLTEXT INDEX ix_memories_content_ft ON agent_memories(content)"
+        + dialect.fulltext_parser_clause(parser),
     )
 
 

@@ -36,7 +36,7 @@ _BACKFILL = (
 
 
 def _parser() -> str:
-    return " WITH PARSER ik" if context.config.attributes["dialect"].native_vectors else ""
+    return context.config.attributes["dialect"].fulltext_parser_clause("ik")  # empty on MySQL/MariaDB
 
 
 def upgrade() -> None:
