@@ -311,3 +311,11 @@ def test_the_circle_check_sees_a_circle() -> None:
     modules = [m for _, m in _runtime_imports("adk_oceanbase/sessions/x.py", tree)]
     assert "adk_oceanbase.compaction.compactor" in modules  # a lazy import counts
     assert "adk_oceanbase.sessions.service" not in modules  # a type-only import does not
+
+
+def test_the_package_installs_compaction_for_the_session_service() -> None:
+    """``OceanBaseSessionService.compact_session`` runs the compaction package's function, installed at the top."""
+    from adk_oceanbase import compaction as compaction_package
+    from adk_oceanbase.sessions import store
+
+    assert store.compaction() is compaction_package.compact_session
