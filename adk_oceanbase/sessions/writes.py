@@ -43,7 +43,7 @@ STALE = (
 
 
 async def insert_session(store: SessionStore, row: dict[str, Any], state_rows: list[dict] | None) -> list | None:
-    """Creates the session ``row`` names with its ``state_rows``; returns its merged state rows as stored.
+    """Creates the session ``row`` names with its ``state_rows``; returns its state rows as stored (every scope).
 
     One round trip: the session row, its state, the state read back, the
     audit row and COMMIT.  A duplicate id fails the first statement and the
