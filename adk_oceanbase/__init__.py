@@ -37,6 +37,12 @@ from .errors import (
 )
 from .redaction import RedactionPolicy, Redactor, RuleRedactor
 from .sessions import OceanBaseSessionService, SessionPage
+from .sessions.store import set_compaction
+from .compaction import compact_session as _compact_session
+
+# Compaction builds on the sessions layer, so sessions cannot import it: the
+# service's compact_session runs what is installed here, at the top.
+set_compaction(_compact_session)
 
 __version__ = "0.1.0"
 

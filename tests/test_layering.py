@@ -7,12 +7,16 @@
 - only ``gateway.py`` opens the engine (``engine.begin()`` / ``engine.connect()``),
   so every I/O path gets typed errors; the exceptions are listed with their reason;
 - no module reaches into another package's underscore names, except the
-  listed ones (each with its reason; the list may only shrink).
+  listed ones (each with its reason; the list may only shrink);
+- compaction and the importer use the sessions layer's public store
+  (``sessions.store``), never the service module, and no two packages
+  import each other (sessions never imports compaction back).
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import adk_oceanbase
@@ -27,6 +31,7 @@ def rel(path: Path) -> str:
     return path.relative_to(ROOT).as_posix()
 
 
+@functools.cache
 def parsed() -> list[tuple[str, ast.Module]]:
     return [(rel(p), ast.parse(p.read_text(encoding="utf-8"), filename=str(p))) for p in SOURCES]
 
@@ -174,21 +179,11 @@ def test_only_the_gateway_opens_the_engine() -> None:
 
 # (module, the underscore name it uses) -> why it still does.  Remove entries as they are fixed.
 UNDERSCORE_ALLOWED = {
-    ("adk_oceanbase/compaction/budget.py", "service._read"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/compaction/compactor.py", "service._read"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/compaction/compactor.py", "service._counter"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/compaction/replay.py", "service._read"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/importer/writer.py", "target._raw_tx"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/importer/writer.py", "target._state_rows"): "row building belongs in the codec (issue #25, item 5)",
-    ("adk_oceanbase/importer/writer.py", "target._event_row"): "row building belongs in the codec (issue #25, item 5)",
-    ("adk_oceanbase/importer/writer.py", "target._counter"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/importer/writer.py", "target._ids"): "no public store interface yet (issue #25, item 1)",
-    ("adk_oceanbase/importer/writer.py", "target._archive_for"): "archive bookkeeping not in sessions/ yet (issue #25, item 1)",
-    ("adk_oceanbase/compaction/compactor.py", "session._storage_update_marker"): "ADK's Session keeps the stale-write "
-    "marker there and its own DatabaseSessionService sets it the same way; there is no public setter",
-    ("adk_oceanbase/sessions/service.py", "session._storage_update_marker"): "as above: ADK's stale-write marker",
-    ("adk_oceanbase/sessions/service.py", "r._mapping"): "SQLAlchemy's documented Row API (the underscore only avoids "
-    "clashing with column names)",
+    ("adk_oceanbase/sessions/store.py", "session._storage_update_marker"): "ADK's Session keeps the stale-write "
+    "marker there and its own DatabaseSessionService sets it the same way; there is no public setter (only "
+    "sessions.store.mark / revision_of touch it)",
+    ("adk_oceanbase/sessions/operations.py", "r._mapping"): "SQLAlchemy's documented Row API (the underscore only "
+    "avoids clashing with column names)",
     ("adk_oceanbase/rawtx.py", "sql._bindparams"): "SQLAlchemy keeps a text()'s bound values there; compiling each "
     "hot statement instead cost 0.37 ms per search (see rawtx._compiled_text)",
     ("adk_oceanbase/rawtx.py", "engine.sync_engine.pool._invalidate"): "what SQLAlchemy itself does on a disconnect: "
@@ -290,3 +285,127 @@ def test_governance_and_validation_sit_below_sessions() -> None:
         and _absolute(path, node).startswith(("adk_oceanbase.sessions", "adk_oceanbase.memory"))
     ]
     assert upward == []
+
+
+def _runtime_imports(path: str, tree: ast.Module) -> list[tuple[int, str]]:
+    """``(line, absolute module)`` of every import that runs (anywhere in the module, lazy ones too), but type-only ones."""
+    type_only = {
+        id(inner)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
+        for inner in ast.walk(node)
+    }
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if id(node) in type_only:
+            continue
+        if isinstance(node, ast.ImportFrom):
+            module = _absolute(path, node)
+            found += [(node.lineno, module), *((node.lineno, f"{module}.{a.name}") for a in node.names)]
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+    return found
+
+
+def _unit(dotted: str) -> str | None:
+    """The layering unit a module of ours belongs to: its subpackage (``sessions/``), or the top-level module itself."""
+    parts = dotted.split(".")
+    if parts[0] != "adk_oceanbase" or len(parts) < 2:
+        return None
+    if (PACKAGE / parts[1]).is_dir():
+        return parts[1] + "/"
+    return parts[1] if (PACKAGE / f"{parts[1]}.py").exists() else None
+
+
+def unit_imports() -> dict[str, set[str]]:
+    """Which unit imports which, at run time; ``adk_oceanbase/__init__.py`` is left out: it is the top, and wires."""
+    edges: dict[str, set[str]] = {}
+    for path, tree in parsed():
+        if not path.startswith("adk_oceanbase/") or path == "adk_oceanbase/__init__.py":
+            continue
+        mine = _unit(path.removesuffix(".py").replace("/", "."))
+        for _, module in _runtime_imports(path, tree):
+            other = _unit(module)
+            if other is not None and other != mine:
+                edges.setdefault(mine, set()).add(other)
+    return edges
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one node (Tarjan): each is an import circle."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while (w := stack.pop()) != v:
+                group.append(w)
+            group.append(v)
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_compaction_and_importer_use_the_public_session_store() -> None:
+    """They build on ``sessions.store`` / ``codec`` / ``queries``, never on the service module (issue #25, item 1)."""
+    into_service = [
+        f"{path}:{line}: {module}"
+        for path, tree in parsed()
+        if path.startswith(("adk_oceanbase/compaction/", "adk_oceanbase/importer/"))
+        for line, module in _runtime_imports(path, tree)
+        if module == "adk_oceanbase.sessions.service" or module.startswith("adk_oceanbase.sessions.service.")
+    ]
+    assert into_service == [], "use service.store (adk_oceanbase.sessions.store.SessionStore) instead"
+    private = sorted(
+        (path, name)
+        for path, name in underscore_uses()
+        if path.startswith(("adk_oceanbase/compaction/", "adk_oceanbase/importer/")) and not name.startswith("google.adk.")
+    )
+    assert private == [], "a session-store operation compaction or the importer needs is a public method of SessionStore"
+
+
+def test_sessions_do_not_import_compaction() -> None:
+    """Compaction builds on sessions; the service runs it through ``sessions.store``'s hook, not an import."""
+    edges = unit_imports()
+    assert "sessions/" in edges["compaction/"] and "sessions/" in edges["importer/"]
+    assert "compaction/" not in edges["sessions/"]
+    assert "importer/" not in edges["sessions/"]
+
+
+def test_no_import_circle_between_packages() -> None:
+    assert cycles(unit_imports()) == [], "a package imports one that imports it back: move the shared piece down"
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    assert cycles({"sessions/": {"compaction/", "errors"}, "compaction/": {"sessions/"}, "errors": set()}) == [
+        ["compaction/", "sessions/"]
+    ]
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..sessions import service\n"
+                     "def f():\n    from ..compaction import compactor\n")
+    modules = [m for _, m in _runtime_imports("adk_oceanbase/sessions/x.py", tree)]
+    assert "adk_oceanbase.compaction.compactor" in modules  # a lazy import counts
+    assert "adk_oceanbase.sessions.service" not in modules  # a type-only import does not
+
+
+def test_the_package_installs_compaction_for_the_session_service() -> None:
+    """``OceanBaseSessionService.compact_session`` runs the compaction package's function, installed at the top."""
+    from adk_oceanbase import compaction as compaction_package
+    from adk_oceanbase.sessions import store
+
+    assert store.compaction() is compaction_package.compact_session

@@ -1,38 +1,35 @@
 """Event compaction, token budgets, replay and budgeted context assembly for the session service.
 
-Names load lazily: the session service imports :mod:`.coverage` while this
-package's other modules import the session service.
+Built on the sessions layer's public :class:`~adk_oceanbase.sessions.store.SessionStore`
+(``service.store``), never on the service's internals; the sessions layer
+does not import this package back (``OceanBaseSessionService.compact_session``
+runs :func:`compact_session` through the hook in :mod:`adk_oceanbase.sessions.store`).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .assembler import AssembledContext, ContextAssembler, ContextItem
+from .budget import BudgetedEvents, load_within_budget
+from .compactor import BackgroundCompactor, CompactionResult, compact_session
+from .policy import CompactionPlan, CompactionPolicy, KeepLastN, TokenThresholdPolicy
+from .replay import ReplayedState, replay_state
+from .summarizer import ExtractiveSummarizer, llm_summarizer
 
-_EXPORTS = {
-    "CompactionPlan": "policy",
-    "CompactionPolicy": "policy",
-    "KeepLastN": "policy",
-    "TokenThresholdPolicy": "policy",
-    "CompactionResult": "compactor",
-    "compact_session": "compactor",
-    "BackgroundCompactor": "compactor",
-    "ExtractiveSummarizer": "summarizer",
-    "llm_summarizer": "summarizer",
-    "BudgetedEvents": "budget",
-    "load_within_budget": "budget",
-    "ReplayedState": "replay",
-    "replay_state": "replay",
-    "AssembledContext": "assembler",
-    "ContextAssembler": "assembler",
-    "ContextItem": "assembler",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(name)
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+__all__ = [
+    "AssembledContext",
+    "BackgroundCompactor",
+    "BudgetedEvents",
+    "CompactionPlan",
+    "CompactionPolicy",
+    "CompactionResult",
+    "ContextAssembler",
+    "ContextItem",
+    "ExtractiveSummarizer",
+    "KeepLastN",
+    "ReplayedState",
+    "TokenThresholdPolicy",
+    "compact_session",
+    "llm_summarizer",
+    "load_within_budget",
+    "replay_state",
+]

@@ -20,7 +20,7 @@ from ..sessions import codec
 from . import queries as cq
 
 if TYPE_CHECKING:
-    from ..sessions.service import OceanBaseSessionService
+    from ..sessions import OceanBaseSessionService
 
 __all__ = ["BudgetedEvents", "load_within_budget"]
 
@@ -86,7 +86,7 @@ async def load_within_budget(
         rows = (await conn.execute(cq.events_by_seq(app, user, sid, seqs))).all() if seqs else []
         return summary_rows, kept_summaries, window, total_live, rows
 
-    loaded = await service._read(load)
+    loaded = await service.store.read(load)
     if loaded is None:
         return None
     summary_rows, kept_summaries, window, total_live, rows = loaded

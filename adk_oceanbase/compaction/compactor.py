@@ -22,12 +22,13 @@ from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
 
 from ..errors import SessionMissingError
+from ..sessions.store import revision_of
 from . import queries as cq
-from .policy import CompactionPlan, CompactionPolicy, EventInfo
+from .policy import CompactionPlan, CompactionPolicy, EventInfo, TokenThresholdPolicy
 from .summarizer import ExtractiveSummarizer, render_events
 
 if TYPE_CHECKING:
-    from ..sessions.service import OceanBaseSessionService
+    from ..sessions import OceanBaseSessionService
 
 __all__ = ["BackgroundCompactor", "CompactionResult", "compact_session"]
 
@@ -125,15 +126,14 @@ async def _attempt(
     session = await service.get_session(app_name=app, user_id=user, session_id=sid)
     if session is None:
         raise SessionMissingError(f"Session {sid} not found.")
-    marker = session._storage_update_marker or ""
-    revision = int(marker.split(":", 1)[1]) if marker.startswith("ob:") else None
+    revision = revision_of(session)
     if revision is None:
         raise RuntimeError("compact_session needs a session loaded by OceanBaseSessionService")
 
     async def load(conn: Any) -> list:
         return (await conn.execute(cq.live_event_meta(app, user, sid, max_seq=revision))).all()
 
-    rows = await service._read(load)
+    rows = await service.store.read(load)
     if [r.event_id for r in rows] != [e.id for e in session.events]:
         raise StaleSessionError("session changed between reads")
     infos = [EventInfo(r.seq, r.ts, r.token_count, r.event_type, bool(r.is_final), r.invocation_id) for r in rows]
@@ -157,7 +157,7 @@ async def _attempt(
     await service.append_event(session, event)  # CAS on the revision loaded above
     return CompactionResult(
         True, plan.reason, plan.mode, len(covered), len(folded), total,
-        service._counter.count(render_events([event])), event,
+        service.store.token_counter.count(render_events([event])), event,
     )
 
 
@@ -167,7 +167,7 @@ async def compact_session(
     app_name: str,
     user_id: str,
     session_id: str,
-    policy: CompactionPolicy,
+    policy: Optional[CompactionPolicy] = None,
     summarizer: Optional[BaseEventsSummarizer] = None,
     max_attempts: int = 3,
 ) -> CompactionResult:
@@ -175,7 +175,8 @@ async def compact_session(
 
     Args:
         service: the session service that stores the session.
-        policy: e.g. ``TokenThresholdPolicy(low=4000, high=8000, keep_last=40)``.
+        policy: e.g. ``TokenThresholdPolicy(low=4000, high=8000, keep_last=40)``
+            (``TokenThresholdPolicy()`` when unset).
         summarizer: any ADK ``BaseEventsSummarizer``; ``llm_summarizer(model)``
             for real summaries. Defaults to the offline ``ExtractiveSummarizer``.
         max_attempts: reload-and-retry budget when a concurrent append wins.
@@ -184,6 +185,7 @@ async def compact_session(
         A :class:`CompactionResult`; ``compacted`` is False when the policy
         found nothing to do or every attempt lost to concurrent appends.
     """
+    policy = policy or TokenThresholdPolicy()
     summarizer = summarizer or ExtractiveSummarizer()
     for attempt in range(1, max_attempts + 1):
         try:

@@ -24,12 +24,11 @@ from google.adk.sessions.state import State
 
 from ..errors import SessionMissingError, ValidationError
 from .. import validation
-from ..sessions import codec
 from ..sessions import queries as sq
 from . import queries as cq
 
 if TYPE_CHECKING:
-    from ..sessions.service import OceanBaseSessionService
+    from ..sessions import OceanBaseSessionService
 
 __all__ = ["ReplayedState", "replay_state"]
 
@@ -98,7 +97,7 @@ async def replay_state(
         deltas = (await conn.execute(cq.replay_deltas(app, None))).all()
         return pos, deltas, (await conn.execute(cq.initial_states(app, None))).all()
 
-    pos, deltas, initials = await service._read(load)
+    pos, deltas, initials = await service.store.read(load)
 
     seq = pos.seq if pos is not None else 0
     if event_id is None and at_time is None:

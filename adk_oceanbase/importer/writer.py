@@ -4,11 +4,12 @@ A session is one transaction: its row, every missing event and its own state
 commit together or not at all.  Re-running is safe because each unit first
 reads what the target already holds: events are matched by id (unique per
 session), state keys by value, and only the difference is written.  Event and
-state rows go through the service's own statements and row builders
-(``RAW_INSERT_EVENT``, ``RAW_UPSERT_STATE``, ``_event_row``, ``_state_rows``)
-and a compaction or rewind event through the same bookkeeping as
-``append_event`` (``_archive_for``), so an imported session reads back like
-one the service wrote itself.
+state rows are built by the session codec (``codec.event_row``,
+``codec.state_rows``) and written through the target's public
+:class:`~adk_oceanbase.sessions.store.SessionStore` (``target.store``), and a
+compaction or rewind event gets the same bookkeeping as ``append_event``
+(``store.archive``), so an imported session reads back like one the service
+wrote itself.
 """
 
 from __future__ import annotations
@@ -19,17 +20,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from google.adk.events.event import Event
-from google.adk.sessions.state import State
 
 from .. import validation
 from ..sessions import codec
 from ..sessions import queries as sq
+from ..sessions.store import SessionStore
 from . import queries as iq
 from .source import SourceSession
 
 if TYPE_CHECKING:
     from ..rawtx import RawTransaction
-    from ..sessions.service import OceanBaseSessionService
+    from ..sessions import OceanBaseSessionService
 
 __all__ = ["SessionOutcome", "write_session", "write_shared_state"]
 
@@ -64,15 +65,16 @@ async def write_shared_state(
     if not wanted:
         return 0, 0
     when = codec.to_datetime(time.time())
-    async with target._raw_tx() as tx:
+    store = target.store
+    async with store.transaction() as tx:
         _, rows = await tx.run(iq.shared_state(app))
         held = {(scope, user, key): raw for scope, user, key, raw in rows}
         changed = [w for w in wanted if held.get((w[1], w[0], w[2])) != w[3]]
         state_rows = []
         for user, scope, key, raw in changed:
-            state_rows += target._state_rows(app, user, "", [(scope, key, raw)], when)
+            state_rows += codec.state_rows([(scope, key, raw)], app=app, user=user, sid="", when=when)
         for i in range(0, len(state_rows), batch):
-            await tx.batch([(sq.RAW_UPSERT_STATE, state_rows[i : i + batch])])
+            await store.upsert_state(tx, state_rows[i : i + batch])
     app_keys = sum(1 for w in changed if w[1] == codec.APP)
     return app_keys, len(changed) - app_keys
 
@@ -84,7 +86,10 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
     gained events for since) gets the events it lacks appended after its own,
     in the source's order.
     """
-    app, user, sid = target._ids(src.app_name, src.user_id, src.session_id)
+    app = validation.check_id("app_name", src.app_name)
+    user = validation.check_id("user_id", src.user_id)
+    sid = validation.check_id("session_id", src.session_id)
+    store = target.store
     # An import is a write like any other: a redacting app's state and events are redacted
     # (before the transaction, as append_event does) and its event rows marked redacted = 1.
     redacting = target.redacts(app)
@@ -93,7 +98,7 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
         events = [await target.redact_event(app, e) for e in src.events]
     own_state = codec.encode_state({codec.SESSION: await target.redact_state(app, src.state)})
     when = codec.to_datetime(src.last_update_time)
-    async with target._raw_tx() as tx:
+    async with store.transaction() as tx:
         _, head = await tx.run(sq.lock_session(app, user, sid))
         held_ids: set[str] = set()
         held_state: dict[str, str] = {}
@@ -105,7 +110,7 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
         if head and not missing and not changed_state:
             return SessionOutcome("skipped", 0, 0)
 
-        encoded = await _encode(target, missing)
+        encoded = await _encode(store, missing)
         tokens = sum(t for _, _, t in encoded)
         if head:
             last_seq, last_update_time = head[0]
@@ -127,9 +132,9 @@ async def write_session(target: "OceanBaseSessionService", src: SourceSession, *
                     }
                 )
             )
-        await _insert_events(target, tx, app, user, sid, last_seq + 1, encoded, batch, redacting)
+        await _insert_events(store, tx, app, user, sid, last_seq + 1, encoded, batch, redacting)
         if changed_state:
-            await tx.batch([(sq.RAW_UPSERT_STATE, target._state_rows(app, user, sid, changed_state, when))])
+            await store.upsert_state(tx, codec.state_rows(changed_state, app=app, user=user, sid=sid, when=when))
         if head and encoded:
             newest = max(last_update_time, src.last_update_time)
             await tx.run(
@@ -154,30 +159,21 @@ def _initial_state(own_state: list[tuple[str, str, str]], events: list[Event]) -
     return codec.state_document([row for row in own_state if row[1] not in written])
 
 
-async def _encode(target: "OceanBaseSessionService", events: list[Event]) -> list[tuple[Event, str, int]]:
+async def _encode(store: SessionStore, events: list[Event]) -> list[tuple[Event, str, int]]:
     """``(stored event, JSON, tokens)`` exactly as ``append_event`` stores them (``temp:`` keys dropped)."""
 
     def encode() -> list[tuple[Event, str, int]]:
         out = []
         for event in events:
-            stored = _without_temp(event)
-            payload, tokens = codec.encode_event(stored, counter=target._counter, max_bytes=target.config.max_event_bytes)
-            out.append((stored, payload, tokens))
+            stored = codec.without_temp(event)
+            out.append((stored, *store.encode_event(stored)))
         return out
 
     return encode() if len(events) <= _ENCODE_INLINE else await asyncio.to_thread(encode)
 
 
-def _without_temp(event: Event) -> Event:
-    delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
-    kept = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
-    if len(kept) == len(delta):
-        return event
-    return event.model_copy(update={"actions": event.actions.model_copy(update={"state_delta": kept})})
-
-
 async def _insert_events(
-    target: "OceanBaseSessionService",
+    store: SessionStore,
     tx: "RawTransaction",
     app: str,
     user: str,
@@ -193,18 +189,17 @@ async def _insert_events(
 
     async def flush() -> None:
         nonlocal chunk, size
-        if chunk:
-            await tx.batch([(sq.RAW_INSERT_EVENT, chunk)])
+        await store.insert_events(tx, chunk)
         chunk, size = [], 0
 
     for event, payload, tokens in encoded:
-        row = target._event_row(app, user, sid, event, payload, tokens, codec.to_datetime(event.timestamp), redacted)
+        row = codec.event_row(event, app=app, user=user, sid=sid, payload=payload, tokens=tokens, redacted=redacted)
         chunk.append({**row, "seq": seq})
         size += len(payload)
         actions = event.actions
         if actions is not None and (actions.compaction is not None or actions.rewind_before_invocation_id):
             await flush()
-            await target._archive_for(tx, app, user, sid, seq, event, payload)
+            await store.archive(tx, app, user, sid, seq, event, payload)
         elif len(chunk) >= batch or size >= _MAX_BATCH_BYTES:
             await flush()
         seq += 1

@@ -41,11 +41,14 @@ __all__ = [
     "decode_value",
     "encode_event",
     "encode_state",
+    "event_row",
     "event_type",
     "merge_state",
     "state_document",
+    "state_rows",
     "split_state",
     "to_datetime",
+    "without_temp",
 ]
 
 logger = logging.getLogger(__name__)
@@ -147,7 +150,62 @@ def merge_state(rows: Iterable[tuple[str, str, str]]) -> dict[str, Any]:
     return merged
 
 
+def state_rows(encoded: list[tuple[str, str, str]], *, app: str, user: str, sid: str, when: datetime) -> list[dict]:
+    """``session_state`` rows of ``encoded`` (from :func:`encode_state`) for one session, stamped ``when``.
+
+    App keys are stored with an empty user and session, user keys with an
+    empty session: the key columns of the row say the scope.
+    """
+    return [
+        {
+            "app_name": app,
+            "scope": scope,
+            "user_id": "" if scope == APP else user,
+            "session_id": sid if scope == SESSION else "",
+            "state_key": key,
+            "value_json": raw,
+            "updated_at": when,
+        }
+        for scope, key, raw in encoded
+    ]
+
+
 # ------------------------------------------------------------------ events
+def event_row(
+    event: Event,
+    *,
+    app: str,
+    user: str,
+    sid: str,
+    payload: str,
+    tokens: int,
+    when: datetime | None = None,
+    redacted: bool = False,
+) -> dict:
+    """The ``session_events`` row of ``event``, all but its ``seq`` (known inside the transaction).
+
+    ``payload`` and ``tokens`` come from :func:`encode_event`; ``when`` is the
+    event's timestamp as a DATETIME (computed when not given); ``redacted``
+    marks a row the redaction policy rewrote.
+    """
+    return {
+        "app": app,
+        "user": user,
+        "sid": sid,
+        "event_id": event.id,
+        "invocation_id": event.invocation_id or None,
+        "author": (event.author or "")[:256] or None,
+        "branch": (event.branch or "")[:512] or None,
+        "event_type": event_type(event),
+        "ts": event.timestamp,
+        "event_time": when if when is not None else to_datetime(event.timestamp),
+        "token_count": tokens,
+        "is_final": 1 if event.is_final_response() else 0,
+        "event_json": payload,
+        "redacted": 1 if redacted else 0,
+    }
+
+
 def event_type(event: Event) -> str:
     """A coarse kind for analysts and compaction policies."""
     if event.actions is not None and event.actions.compaction is not None:
@@ -164,6 +222,15 @@ def event_type(event: Event) -> str:
     if event.actions is not None and event.actions.state_delta:
         return "state"
     return "other"
+
+
+def without_temp(event: Event) -> Event:
+    """``event`` as stored: its state delta without ``temp:`` keys (a copy when it had any, else ``event`` itself)."""
+    delta = event.actions.state_delta if event.actions and event.actions.state_delta else {}
+    kept = {k: v for k, v in delta.items() if not k.startswith(State.TEMP_PREFIX)}
+    if len(kept) == len(delta):
+        return event
+    return event.model_copy(update={"actions": event.actions.model_copy(update={"state_delta": kept})})
 
 
 def encode_event(event: Event, *, counter: TokenCounter, max_bytes: int) -> tuple[str, int]:

@@ -1,4 +1,9 @@
-"""Which stored rows a new compaction event may archive (``compacted_by``): pure rules, no I/O.
+"""Compaction bookkeeping of the session tables: which stored rows a compaction event archives, and doing it.
+
+:func:`archive_for` runs inside the transaction that stores a compaction
+or rewind event (``append_event``, and the importer for the events it
+copies), so a load never sees the event without its bookkeeping.  The rest
+of this module is the pure rule it applies, with no I/O.
 
 A row is archived only when ADK's own prompt assembly would hide it anyway
 once the compaction event is present, so the default (compacted) load of a
@@ -28,11 +33,23 @@ summary-of-summaries shrink the load.
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-__all__ = ["StoredRow", "compaction_range", "rows_to_archive", "seq_ranges"]
+from google.adk.events.event import Event
+
+from ..rawtx import RawTransaction
+from . import queries as q
+
+__all__ = ["StoredRow", "archive_for", "compaction_range", "rows_to_archive", "seq_ranges"]
+
+logger = logging.getLogger(__name__)
+
+# Seq ranges per UPDATE: keeps each statement short whatever the session's length.
+_RANGES_PER_UPDATE = 200
 
 
 @dataclass(frozen=True)
@@ -191,3 +208,35 @@ def seq_ranges(seqs: Iterable[int]) -> list[tuple[int, int]]:
         else:
             out.append((s, s))
     return out
+
+
+async def archive_for(
+    tx: RawTransaction, app: str, user: str, sid: str, seq: int, event: Event, payload: str, *, overlap: int
+) -> int:
+    """Compaction bookkeeping inside the transaction that stores ``event`` at ``seq``; returns rows archived.
+
+    A compaction event archives the rows it covers (``compacted_by``); a
+    rewind restores rows whose covering compaction it annuls.  Ordinary
+    events are a no-op.  ``payload`` is the event's stored JSON and
+    ``overlap`` the invocations kept for ADK's sliding window
+    (``compaction_overlap`` of the service).
+    """
+    actions = event.actions
+    if actions is None:
+        return 0
+    if actions.rewind_before_invocation_id:
+        _, found = await tx.run(q.first_seq_of_invocation(app, user, sid, actions.rewind_before_invocation_id))
+        first = found[0][0] if found else None
+        if first is not None:
+            await tx.run(q.unarchive_from(app, user, sid, min_seq=first))
+    if actions.compaction is None:
+        return 0
+    _, rows = await tx.run(q.select_unarchived_rows(app, user, sid, below_seq=seq))
+    stored = [StoredRow(row_seq, json.loads(event_json)) for row_seq, event_json in rows]
+    seqs = rows_to_archive(stored, compaction=json.loads(payload), overlap=overlap)
+    ranges = seq_ranges(seqs)
+    for i in range(0, len(ranges), _RANGES_PER_UPDATE):
+        await tx.run(q.archive_seq_ranges(app, user, sid, ranges[i : i + _RANGES_PER_UPDATE], by_seq=seq))
+    if seqs:
+        logger.debug("compaction seq %d archived %d event(s) of session %s", seq, len(seqs), sid)
+    return len(seqs)
