@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .output import confirm, spinner
-from .registry import command, flag, group
+from .registry import SETUP_TIMEOUT, command, flag, group
 from .services import database
 
 group("db", "schema migrations (Alembic, bundled)")
@@ -15,6 +15,7 @@ group("db", "schema migrations (Alembic, bundled)")
 @command(
     "db upgrade", "migrate to the newest schema (no-op when current)",
     flag("--revision", default="head", help="target revision (default: head)"),
+    SETUP_TIMEOUT,
 )
 async def upgrade(args: argparse.Namespace) -> int:
     from .. import migrations
@@ -34,6 +35,7 @@ async def upgrade(args: argparse.Namespace) -> int:
     "db downgrade", "revert the schema to REVISION ('base' drops our tables and their data)",
     flag("revision", metavar="REVISION"),
     flag("--yes", "-y", action="store_true", help="do not ask for confirmation"),
+    SETUP_TIMEOUT,
 )
 async def downgrade(args: argparse.Namespace) -> int:
     from .. import migrations

@@ -34,7 +34,10 @@ def database(args: argparse.Namespace, *, create: bool = False) -> Database:
     from ..config import Config
     from ..engine import Database
 
-    return Database(Config.from_url(args.url) if args.url else Config.from_env(), create=create)
+    # --timeout of the schema and maintenance commands (registry.SETUP_TIMEOUT / MAINTENANCE_TIMEOUT)
+    overrides = {k: getattr(args, k) for k in ("setup_timeout_s", "maintenance_timeout_s") if getattr(args, k, None) is not None}
+    config = Config.from_url(args.url, **overrides) if args.url else Config.from_env(**overrides)
+    return Database(config, create=create)
 
 
 def actor(args: argparse.Namespace) -> str:
