@@ -112,3 +112,18 @@ async def test_db_upgrade_prints_one_line_and_exits_2(engine_fresh_url, engine, 
     assert err.startswith("adk-oceanbase: error: ") and "needs OceanBase 4.3.5.1" in err
     monkeypatch.delenv(TEST_VERSION_ENV)
     assert await _tables(engine_fresh_url) == []
+
+
+async def test_first_use_refuses_an_old_server_too(engine_fresh_url, engine, monkeypatch):
+    """The lazy setup of a service's first call (create_if_new) goes through the same gate."""
+    from adk_oceanbase import OceanBaseSessionService
+
+    monkeypatch.setenv(TEST_VERSION_ENV, OLD[engine])
+    svc = OceanBaseSessionService(engine_fresh_url)
+    try:
+        with pytest.raises(UnsupportedServerError):
+            await svc.create_session(app_name="a", user_id="u")
+    finally:
+        await svc.close()
+    monkeypatch.delenv(TEST_VERSION_ENV)
+    assert await _tables(engine_fresh_url) == []
