@@ -63,3 +63,23 @@ async def test_unsupported_server_blocks_the_rest(engine_fresh_url, monkeypatch,
     rows = capsys.readouterr().out.splitlines()
     assert code == 1 and rows[0].startswith("FAIL  server") and "UnsupportedServerError" in rows[0]
     assert all(r.startswith("FAIL") and "not run: server failed" in r for r in rows[1:]) and len(rows) == len(CHECKS)
+
+
+async def test_an_older_schema_is_reported_not_migrated(engine_fresh_url, capsys):
+    """selftest never migrates a database behind the operator's back: `db upgrade` does that."""
+    from adk_oceanbase import migrations
+
+    db = Database(Config.from_url(engine_fresh_url), create=True)
+    try:
+        await migrations.upgrade(db, "0014")
+    finally:
+        await db.close()
+    code = await cli("selftest", "--url", engine_fresh_url, "--embedder", "hash", "--check", "schema", "--check", "contract")
+    rows = capsys.readouterr().out.splitlines()
+    assert code == 1 and rows[0].startswith("FAIL  schema") and "SchemaOutdatedError" in rows[0] and "db upgrade" in rows[0]
+    assert "not run: schema failed" in rows[1]
+    db = Database(Config.from_url(engine_fresh_url))
+    try:
+        assert await migrations.current_revision(db) == "0014"
+    finally:
+        await db.close()
