@@ -7,7 +7,7 @@ import sys
 
 from .output import line
 from .registry import command, flag
-from .services import database
+from .services import config as command_config
 
 
 @command(
@@ -26,7 +26,7 @@ from .services import database
 async def selftest(args: argparse.Namespace) -> int:
     from .. import selftest as kit
 
-    config = database(args, create=True).config  # the URL and tuning the command was given; selftest opens its own
+    config = command_config(args)  # selftest opens (and creates, when missing) the database itself
     embedder = None
     if args.embedder == "hash":
         from ..memory import HashEmbedder

@@ -196,7 +196,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         async with maintenance.connection(self._db) as conn:  # minutes at 1M rows: Config.maintenance_timeout_s
             await conn.execute(q.REBUILD_VECTOR_INDEX)
             await conn.commit()
-        await self._read(lambda conn: self.vectorizer.upkeep.refresh_statistics(conn, force=True))
+            await self.vectorizer.upkeep.refresh_statistics(conn, force=True)  # a full gather: long too
         return True
 
     @traced
