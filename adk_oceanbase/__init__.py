@@ -33,6 +33,7 @@ from .errors import (
     SessionAlreadyExistsError,
     SessionMissingError,
     StaleSessionConflictError,
+    UnsupportedServerError,
     ValidationError,
 )
 from .redaction import RedactionPolicy, Redactor, RuleRedactor
@@ -73,6 +74,7 @@ __all__ = [
     "SchemaMissingError",
     "SchemaOutdatedError",
     "SetupTimeoutError",
+    "UnsupportedServerError",
     "SessionAlreadyExistsError",
     "SessionMissingError",
     "SessionPage",

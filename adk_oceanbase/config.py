@@ -69,6 +69,7 @@ TUNABLE_FIELDS: dict[str, float] = {
     "max_id_length": 1,
     "query_timeout_s": 0.001,
     "setup_timeout_s": 0.001,
+    "maintenance_timeout_s": 0.001,
     "seekdb_log_mb": 0,
     "batch_statements": 0,
     "embedding_dim": 1,
@@ -154,6 +155,13 @@ class Config:
     names what it waited for.  Setup sessions also get it as their server-side lock and DDL wait
     (``ob_query_timeout``; ``lock_wait_timeout`` on MySQL/MariaDB, whose default is a year).
     A new database is created in ~2-4 s; migrating 100k memories takes minutes."""
+
+    maintenance_timeout_s: float = 3600.0
+    """Statement timeout of the maintenance commands (``rebuild_vector_index()`` / ``memory rebuild-index``,
+    ``reembed()``), which run for minutes where ``query_timeout_s`` bounds a request: rebuilding the
+    HNSW index took 85-122 s at 1M rows (issue #32).  Their connection carries it as its server-side
+    timeout and is closed afterwards, so no pooled connection keeps it.  DDL and data backfills run
+    inside a setup and are bounded by ``setup_timeout_s``."""
 
     seekdb_log_mb: int = 64
     """Embedded seekdb only: its own log files (``DIR/log``) are kept under this many MB and at level WARN.

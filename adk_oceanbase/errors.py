@@ -45,6 +45,7 @@ __all__ = [
     "SetupTimeoutError",
     "StaleSessionConflictError",
     "StateTooLargeError",
+    "UnsupportedServerError",
     "ValidationError",
     "translate_db_error",
     "typed_errors",
@@ -150,6 +151,13 @@ class SchemaOutdatedError(AdkOceanBaseError):
 
 class SchemaConflictError(AdkOceanBaseError):
     """A table named like ours exists but is not ours: setup refuses to touch the database."""
+
+
+class UnsupportedServerError(AdkOceanBaseError):
+    """The server's version is below what our schema and SQL need; setup refuses before writing anything.
+
+    The message names the server's version and the minimum (``adk_oceanbase.server_version``).
+    """
 
 
 class DeadlockError(AdkOceanBaseError):

@@ -28,7 +28,7 @@ from alembic.util import CommandError
 from sqlalchemy import bindparam, text
 from sqlalchemy.exc import DBAPIError
 
-from . import gateway, head_schema, setup_lock
+from . import gateway, head_schema, server_version, setup_lock
 from .engine import Database
 from .errors import (
     DDL_BUSY,
@@ -101,6 +101,7 @@ async def upgrade(db: Database, revision: str = "head") -> str | None:
     Returns the revision the database is at afterwards.
 
     Raises:
+        UnsupportedServerError: the server is older than our schema needs; nothing is created.
         SchemaConflictError: tables named like ours exist but are not ours; nothing is created.
         SchemaOutdatedError: the database is at a revision this package does not know,
             or a step failed (the message says where it stopped).
@@ -123,6 +124,7 @@ async def create_if_new(db: Database) -> bool:
     finished creating) the schema.
     """
     await db.start()
+    await server_version.require_supported(db)  # an old server would fail midway (issue #32)
     await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
     created = False
     deadline = setup_lock.SetupDeadline(db, "creating the adk-oceanbase tables")
@@ -136,6 +138,7 @@ async def create_if_new(db: Database) -> bool:
 
 async def _migrate(db: Database, fn: Callable[[AlembicConfig, str], None], revision: str, action: str) -> str | None:
     await db.start()
+    await server_version.require_supported(db)  # an old server would fail midway (issue #32)
     await _recorded_revision(db)  # refuse foreign tables before creating even the lock table
     deadline = setup_lock.SetupDeadline(db, action)
     async with setup_lock.schema_lock(deadline):

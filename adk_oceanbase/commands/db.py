@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from .output import confirm, spinner
-from .registry import command, flag, group
+from .registry import SETUP_TIMEOUT, command, flag, group
 from .services import database
 
 group("db", "schema migrations (Alembic, bundled)")
@@ -15,18 +15,35 @@ group("db", "schema migrations (Alembic, bundled)")
 @command(
     "db upgrade", "migrate to the newest schema (no-op when current)",
     flag("--revision", default="head", help="target revision (default: head)"),
+    SETUP_TIMEOUT,
+    flag("--colocate", choices=("one-node", "by-user"),
+         help="OceanBase cluster: afterwards place the tables so an append stays on one node: one-node (a table group "
+              "of every table) or by-user (PARTITION BY KEY(app_name, user_id) + a table group); see the README"),
+    flag("--partitions", type=int, default=16, help="with --colocate by-user: partitions per table (default: 16)"),
+    flag("--tablegroup", default="adk_oceanbase_tg", help="with --colocate: the table group's name"),
 )
 async def upgrade(args: argparse.Namespace) -> int:
     from .. import migrations
 
+    colocation = None
+    if args.colocate:
+        from ..colocation import Colocation
+
+        colocation = Colocation(args.colocate, partitions=args.partitions, tablegroup=args.tablegroup)  # checked first
     db = database(args, create=True)  # upgrading a new database is the way to start one
     where = db.config.redacted_url()
     try:
         with spinner(f"migrating {where} to {args.revision} ..."):
             rev = await migrations.upgrade(db, args.revision)
+        if colocation is not None:
+            from ..colocation import apply
+
+            with spinner(f"placing the tables of {where} ({colocation.mode}) ..."):
+                for stmt, outcome in await apply(db, colocation):
+                    print(f"colocate: {stmt}: {outcome}", file=sys.stderr)
     finally:
         await db.close()
-    print(f"{where}: at revision {rev}")
+    print(f"{where}: at revision {rev}" + (f", co-located {colocation.mode}" if colocation else ""))
     return 0
 
 
@@ -34,6 +51,7 @@ async def upgrade(args: argparse.Namespace) -> int:
     "db downgrade", "revert the schema to REVISION ('base' drops our tables and their data)",
     flag("revision", metavar="REVISION"),
     flag("--yes", "-y", action="store_true", help="do not ask for confirmation"),
+    SETUP_TIMEOUT,
 )
 async def downgrade(args: argparse.Namespace) -> int:
     from .. import migrations

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from .output import line, out, progress, spinner
-from .registry import AUDIT_FLAGS, command, flag, group
+from .registry import AUDIT_FLAGS, MAINTENANCE_TIMEOUT, command, flag, group
 from .services import model_ready, open_services
 
 group("memory", "search, delete, re-embed memories; rebuild the vector index")
@@ -85,7 +85,7 @@ async def delete(args: argparse.Namespace) -> int:
     return 1 if missing else 0
 
 
-@command("memory reembed", "re-embed rows another model embedded, with a progress bar; reembed() + flush()")
+@command("memory reembed", "re-embed rows another model embedded, with a progress bar; reembed() + flush()", MAINTENANCE_TIMEOUT)
 async def reembed(args: argparse.Namespace) -> int:
     async with open_services(args, memory=True, background=True) as (_, mem):
         await model_ready(mem)
@@ -103,7 +103,7 @@ async def reembed(args: argparse.Namespace) -> int:
     return 0
 
 
-@command("memory rebuild-index", "rebuild the HNSW vector index after bulk loads; rebuild_vector_index()")
+@command("memory rebuild-index", "rebuild the HNSW vector index after bulk loads; rebuild_vector_index()", MAINTENANCE_TIMEOUT)
 async def rebuild_index(args: argparse.Namespace) -> int:
     async with open_services(args, memory=True) as (_, mem):
         with spinner("rebuilding the vector index (minutes at 100k rows) ..."):

@@ -13,7 +13,9 @@ import argparse
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable
 
-__all__ = ["AUDIT_FLAGS", "COMMANDS", "GROUPS", "Command", "Flag", "command", "flag", "group"]
+__all__ = [
+    "AUDIT_FLAGS", "COMMANDS", "GROUPS", "MAINTENANCE_TIMEOUT", "SETUP_TIMEOUT", "Command", "Flag", "command", "flag", "group",
+]
 
 Handler = Callable[[argparse.Namespace], Awaitable[int]]
 
@@ -56,6 +58,18 @@ AUDIT_FLAGS = (
     flag("--actor", help="who acts, for audit_log.actor (default: cli:<os user>)"),
 )
 """The flags of every command that writes ``audit_log`` rows (erasure, opt-out, taint, deletes)."""
+
+SETUP_TIMEOUT = flag(
+    "--timeout", dest="setup_timeout_s", type=float, metavar="SECONDS",
+    help="the longest the migration may take, DDL and data backfills included (Config.setup_timeout_s; default 600)",
+)
+"""``--timeout`` of the schema commands: ``Config.setup_timeout_s`` for this run."""
+
+MAINTENANCE_TIMEOUT = flag(
+    "--timeout", dest="maintenance_timeout_s", type=float, metavar="SECONDS",
+    help="server-side statement timeout of this maintenance run (Config.maintenance_timeout_s; default 3600)",
+)
+"""``--timeout`` of the long maintenance commands: ``Config.maintenance_timeout_s`` for this run."""
 
 
 def group(name: str, help_: str) -> None:

@@ -18,9 +18,10 @@ from .output import spinner
 
 if TYPE_CHECKING:
     from ..audit import AuditSettings
+    from ..config import Config
     from ..engine import Database
 
-__all__ = ["actor", "audit_settings", "database", "model_ready", "open_services"]
+__all__ = ["actor", "audit_settings", "config", "database", "model_ready", "open_services"]
 
 _TRUE = ("1", "true", "yes", "on")
 
@@ -31,10 +32,17 @@ def database(args: argparse.Namespace, *, create: bool = False) -> Database:
     Elsewhere a missing database is a mistyped URL: ``DatabaseNotFoundError``
     (exit 1) instead of a new 220 MB seekdb directory (issue 24).
     """
-    from ..config import Config
     from ..engine import Database
 
-    return Database(Config.from_url(args.url) if args.url else Config.from_env(), create=create)
+    return Database(config(args), create=create)
+
+
+def config(args: argparse.Namespace) -> Config:
+    """``--url`` (else ``ADK_OCEANBASE_URL``) with the command's ``--timeout`` (registry.SETUP_TIMEOUT / MAINTENANCE_TIMEOUT)."""
+    from ..config import Config
+
+    overrides = {k: getattr(args, k) for k in ("setup_timeout_s", "maintenance_timeout_s") if getattr(args, k, None) is not None}
+    return Config.from_url(args.url, **overrides) if args.url else Config.from_env(**overrides)
 
 
 def actor(args: argparse.Namespace) -> str:

@@ -24,7 +24,7 @@ from google.adk.memory.memory_entry import MemoryEntry
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 from typing_extensions import override
 
-from .. import gateway
+from .. import gateway, maintenance
 from .._lifecycle import DatabaseService, adk_uri
 from ..audit import AuditEntry, AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
@@ -193,9 +193,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         await self._engine()
         if not self._db.dialect.native_vectors:
             return False
-        async with self._tx() as conn:
+        async with maintenance.connection(self._db) as conn:  # minutes at 1M rows: Config.maintenance_timeout_s
             await conn.execute(q.REBUILD_VECTOR_INDEX)
-        await self._read(lambda conn: self.vectorizer.upkeep.refresh_statistics(conn, force=True))
+            await conn.commit()
+            await self.vectorizer.upkeep.refresh_statistics(conn, force=True)  # a full gather: long too
         return True
 
     @traced
@@ -208,8 +209,11 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
 
         async def once() -> int:
-            async with gateway.transaction(self._db) as conn:  # no schema check first: it refuses the other model
-                return int((await conn.execute(stmt, params)).rowcount or 0)
+            # no schema check first: it refuses the other model; one UPDATE of every row: Config.maintenance_timeout_s
+            async with maintenance.connection(self._db) as conn:
+                count = int((await conn.execute(stmt, params)).rowcount or 0)
+                await conn.commit()
+                return count
 
         # ready -> pending for other models is harmless to run twice
         count = await gateway.retrying(once, when=is_rerunnable, what="reembed")

@@ -6,7 +6,7 @@
 -- use (it needs the CREATE privilege for that); our tables set utf8mb4_bin themselves.
 CREATE DATABASE IF NOT EXISTS adk DEFAULT CHARACTER SET utf8mb4;
 
--- Memory for HNSW vector indexes (the memory service). On OceanBase 4.3.x before 4.3.5.3
--- the default 0 allocates none and CREATE VECTOR INDEX fails; later versions size it
--- adaptively, and an explicit 30 (% of tenant memory) is still a sane dev setting.
-ALTER SYSTEM SET ob_vector_memory_limit_percentage = 30;
+-- No ALTER SYSTEM SET ob_vector_memory_limit_percentage here any more: from 4.3.5.3 (the pinned image)
+-- its default 0 is adaptive (40% of a tenant of 8 GB or less, 50% above), and the 30 this file used to
+-- set would cap the HNSW index below that. On an older image (OB_IMAGE < 4.3.5.3, which setup refuses
+-- below 4.3.5.1 anyway) set it by hand: ALTER SYSTEM SET ob_vector_memory_limit_percentage = 30;
