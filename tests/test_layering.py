@@ -103,6 +103,7 @@ PAUSES_ALLOWED = {
     "adk_oceanbase/setup_lock.py": "alembic_turn polls a threading lock without blocking the event loop "
     "(nothing is re-run)",
     "adk_oceanbase/embedded.py": "_gone waits, in a worker thread, for a dying seekdb child to end (nothing is re-run)",
+    "adk_oceanbase/selftest.py": "--failover-wait: the pause in which the user kills a node (nothing is re-run)",
 }
 
 
