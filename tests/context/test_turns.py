@@ -129,3 +129,32 @@ async def test_replay_into_a_sandbox_session_up_to_a_turn(engine_db):
     assert (await svc.get_session(app_name="turns_sandbox", user_id=USER, session_id=elsewhere.id)).state == {"step": 1, "app:flag": "one"}
     source = await svc.get_session(app_name=APP, user_id=USER, session_id=s.id)
     assert len(source.events) == 3 and source.state["step"] == 2
+
+
+async def test_cli_lists_turns_shows_diff_and_snapshot_and_replays(engine, engine_db, request, capsys):
+    import asyncio
+    import json
+
+    from adk_oceanbase.cli import main as cli_main
+
+    svc = OceanBaseSessionService(database=engine_db)
+    s = await svc.create_session(app_name=APP, user_id=USER, state={"step": 0})
+    await svc.append_event(s, ev("a", T0 + 1, {"step": 1}))
+    await svc.append_event(s, ev("b", T0 + 2, {"step": 2, "user:x": 1}))
+    url = request.getfixturevalue("migrated_url" if engine == "seekdb" else "mariadb_migrated_url")
+    base = ["--url", url, "--app", APP, "--user", USER, s.id]
+
+    async def run(*argv: str) -> list[dict]:
+        assert await asyncio.to_thread(cli_main, list(argv)) == 0
+        return [json.loads(x) for x in capsys.readouterr().out.splitlines() if x.strip()]
+
+    turns = await run("turns", "list", *base)
+    assert [t["invocation_id"] for t in turns] == ["a", "b"]
+    (diff,) = await run("turns", "diff", *base, "2")
+    assert {(c["scope"], c["key"], c["kind"]) for c in diff["changes"]} == {("session", "step", "changed"), ("user", "user:x", "added")}
+    (snap,) = await run("turns", "snapshot", *base, "1")
+    assert snap["state"] == {"step": 1}
+    (made,) = await run("turns", "replay", *base, "1", "--into", "sandbox-1")
+    assert made["session_id"] == "sandbox-1" and made["events"] == 1
+    sandbox = await svc.get_session(app_name=APP, user_id=USER, session_id="sandbox-1")
+    assert sandbox.state == {"step": 1, "user:x": 1}  # its own keys as of turn 1; the user's live shared state
