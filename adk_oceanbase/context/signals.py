@@ -9,11 +9,11 @@ All instruments live on the meter :mod:`adk_oceanbase.telemetry` resolves
   the dropped share of ``memory`` or ``content`` rising.
 * ``adk_oceanbase.context.budget_used`` (histogram, ratio): tokens sent over
   tokens available, per request.
-* ``adk_oceanbase.memory.supersessions`` (counter): memories replaced by a
-  newer one, ``silent`` = true when no caller asked for it (consolidation).
+* ``adk_oceanbase.memory.supersessions`` (counter): memories silently
+  replaced by consolidation, by ``reason`` (near_duplicate / contradiction).
 * ``adk_oceanbase.memory.embedding_failures`` (counter): by ``error.type``.
 * ``adk_oceanbase.compaction.runs`` (counter): by ``outcome``
-  (compacted / skipped / conflict), and ``adk_oceanbase.compaction.events``
+  (compacted / skipped / gave_up), and ``adk_oceanbase.compaction.events``
   (counter): events archived.
 * ``adk_oceanbase.replay.duration`` (histogram, s): snapshot and replay
   reads, by ``operation``.
@@ -69,11 +69,11 @@ def record_report(report: ContextReport) -> None:
     ins["used"].record(report.used_tokens / available if available else 0.0)
 
 
-def record_supersession(n: int = 1, *, silent: bool) -> None:
-    """``silent``: superseded by consolidation, not by a caller's explicit update."""
+def record_supersession(n: int = 1, *, reason: str) -> None:
+    """Memories superseded without anyone asking: ``near_duplicate`` (merged) or ``contradiction`` (a newer fact)."""
     ins = _instruments()
     if ins is not None and n:
-        ins["supersessions"].add(n, {"silent": silent})
+        ins["supersessions"].add(n, {"reason": reason})
 
 
 def record_embedding_failure(error_type: str, n: int = 1) -> None:

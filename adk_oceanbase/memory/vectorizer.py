@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..context import signals
 from .. import gateway
 from ..engine import Database
 from ..errors import is_rerunnable
@@ -275,6 +276,7 @@ class Vectorizer:
                 return arr
             except Exception as exc:
                 self.stats["failed_attempts"] += 1
+                signals.record_embedding_failure(type(exc).__qualname__)  # issue 30: embedding failures metric
                 logger.warning("embedding attempt %d/%d failed: %s", attempt + 1, attempts, type(exc).__name__)
                 if attempt + 1 < attempts:
                     await asyncio.sleep(s.retry_base_s * (2**attempt))
