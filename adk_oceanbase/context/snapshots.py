@@ -35,14 +35,14 @@ from google.adk.sessions.state import State
 
 from ..engine import Database
 from ..errors import SessionMissingError, ValidationError
-from ..gateway import connection, retrying, transaction
+from ..gateway import connection, raw, retrying, transaction
 from ..errors import is_connection_lost
 from . import queries as q
 from . import signals
 
 __all__ = ["CHECKPOINT_EVERY", "SETTLE_S", "Snapshot", "scope_of", "state_as_of"]
 
-CHECKPOINT_EVERY = 200
+CHECKPOINT_EVERY = 100
 """A checkpoint every this many events of a session: a snapshot folds at most this many of its deltas."""
 SETTLE_S = 300.0
 """Events younger than this are never checkpointed: a late write stamped before them could still arrive."""
@@ -115,7 +115,7 @@ async def state_as_of(
     if not isinstance(seq, int) or isinstance(seq, bool) or seq < 0:
         raise ValidationError("seq must be a non-negative integer")
     with signals.timed_replay("snapshot"):
-        loaded = await _read(db, lambda conn: _load(conn, app, user, sid, seq, until))
+        loaded = await _load(db, app, user, sid, seq, until)
         snap, marks = _fold(app, user, sid, seq, loaded)
         if checkpoint and marks:
             now = time.time()
@@ -125,38 +125,65 @@ async def state_as_of(
         return snap
 
 
-async def _load(conn: Any, app: str, user: str, sid: str, seq: int, at: float | None) -> dict[str, Any]:
-    session = (await conn.execute(q.session_row(app, user, sid))).first()
-    if session is None:
-        raise SessionMissingError(f"Session {sid} not found.")
-    created = _epoch(session.created_at)
-    if seq == 0:
-        pos = None
-        until = created
-    else:
-        pos = (await conn.execute(q.event_at(app, user, sid, seq))).first()
-        if pos is None:
-            raise SessionMissingError(f"Session {sid} has no event {seq}.")
-        until = pos.ts
-    if at is not None:
-        until = max(until, at)
-    own_cp = (await conn.execute(q.checkpoint_for_session(app, user, sid, upto_seq=seq))).first()
-    shared_cp = (await conn.execute(q.checkpoint_for_user(app, user, until_ts=until))).first()
-    after_seq = own_cp.seq if own_cp is not None else 0
-    after_ts = shared_cp.ts if shared_cp is not None else None
-    own = (await conn.execute(q.own_deltas(app, user, sid, after_seq=after_seq, upto_seq=seq))).all() if seq else []
-    others = (await conn.execute(q.other_deltas(app, user, sid, after_ts=after_ts, until_ts=until))).all()
-    initials = [
-        (_created(r), r) for r in (await conn.execute(q.other_initials(app, user, sid))).all()
-    ]
-    initials = [(ts, r) for ts, r in initials if ts <= until and (after_ts is None or ts > after_ts)]
-    # the events a checkpoint may be stored at: multiples of CHECKPOINT_EVERY folded past
-    marks = [m for m in range(after_seq - after_seq % CHECKPOINT_EVERY + CHECKPOINT_EVERY, seq + 1, CHECKPOINT_EVERY)]
-    mark_rows = {r.seq: r for r in (await conn.execute(q.events_at(app, user, sid, marks))).all()} if marks else {}
-    return {
-        "session": session, "created": created, "pos": pos, "until": until, "own_cp": own_cp, "shared_cp": shared_cp,
-        "own": own, "others": others, "initials": initials, "marks": mark_rows,
-    }
+class _Row:
+    """A result row by column name (the raw batch returns tuples)."""
+
+    def __init__(self, names: tuple[str, ...], values: tuple) -> None:
+        self.__dict__.update(zip(names, values))
+
+
+_COLUMNS = {
+    q.RAW_SESSION_ROW: ("created_at", "initial_state", "last_seq"),
+    q.RAW_EVENT_AT: ("seq", "ts", "event_id"),
+    q.RAW_SESSION_CHECKPOINT: ("seq", "ts", "state_json"),
+    q.RAW_USER_CHECKPOINT: ("session_id", "seq", "ts", "state_json"),
+    q.RAW_OWN_DELTAS: ("seq", "ts", "delta"),
+    q.RAW_OTHER_DELTAS: ("user_id", "session_id", "seq", "ts", "delta"),
+    q.RAW_OTHER_INITIALS: ("user_id", "session_id", "created_at", "initial_state", "first_ts"),
+    q.RAW_EVENTS_AT: ("seq", "ts", "event_id"),
+}
+
+
+async def _batch(tx: Any, statements: list[tuple[str, dict[str, Any]]]) -> list[list[_Row]]:
+    results = await tx.batch(statements)
+    return [[_Row(_COLUMNS[sql], r) for r in rows] for (sql, _), (_, rows) in zip(statements, results)]
+
+
+async def _load(db: Database, app: str, user: str, sid: str, seq: int, at: float | None) -> dict[str, Any]:
+    """Two round trips (the second depends on the first's checkpoint and instant), each one batch, in one transaction."""
+    key = {"app": app, "user": user, "sid": sid, "seq": seq}
+
+    async def once() -> dict[str, Any]:
+        async with raw(db) as tx:
+            first = await _batch(tx, [(q.RAW_SESSION_ROW, key), (q.RAW_EVENT_AT, key), (q.RAW_SESSION_CHECKPOINT, key)])
+            session, pos, own_cp = (next(iter(rows), None) for rows in first)
+            if session is None:
+                raise SessionMissingError(f"Session {sid} not found.")
+            if seq and pos is None:
+                raise SessionMissingError(f"Session {sid} has no event {seq}.")
+            created = _epoch(session.created_at)
+            until = pos.ts if seq else created
+            if at is not None:
+                until = max(until, at)
+            after_seq = own_cp.seq if own_cp is not None else 0
+            # the events a checkpoint may be stored at: multiples of CHECKPOINT_EVERY folded past
+            marks = list(range(after_seq - after_seq % CHECKPOINT_EVERY + CHECKPOINT_EVERY, seq + 1, CHECKPOINT_EVERY))
+            params = {**key, "until": until, "after": after_seq, "seqs": tuple(marks)}
+            second = [(q.RAW_USER_CHECKPOINT, params), (q.RAW_OWN_DELTAS, params), (q.RAW_OTHER_DELTAS, params), (q.RAW_OTHER_INITIALS, params)]
+            if marks:
+                second.append((q.RAW_EVENTS_AT, params))
+            got = await _batch(tx, second)
+        shared_cp = next(iter(got[0]), None)
+        after_ts = shared_cp.ts if shared_cp is not None else None
+        initials = [(_created(r), r) for r in got[3]]
+        return {
+            "session": session, "created": created, "pos": pos if seq else None, "until": until, "own_cp": own_cp,
+            "shared_cp": shared_cp, "own": got[1] if seq else [], "others": got[2],
+            "initials": [(ts, r) for ts, r in initials if ts <= until and (after_ts is None or ts > after_ts)],
+            "marks": {r.seq: r for r in got[4]} if marks else {},
+        }
+
+    return await retrying(once, when=is_connection_lost, what="a snapshot read")
 
 
 _Write = tuple  # (ts, order, user, session, seq, delta, mine); order 0 = a creation state, first at its instant

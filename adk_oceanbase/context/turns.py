@@ -32,9 +32,11 @@ from ..engine import Database
 from ..errors import SessionMissingError, ValidationError
 from . import queries as q
 from . import signals
+from ..errors import is_connection_lost
+from ..gateway import raw, retrying
 from .snapshots import Snapshot, _loads, _read, scope_of, state_as_of
 
-__all__ = ["Change", "Turn", "TurnDiff", "list_turns", "replay_to_sandbox", "turn_diff", "turn_snapshot"]
+__all__ = ["Change", "Turn", "TurnDiff", "list_turns", "replay_to_sandbox", "turn_diff", "turn_range", "turn_snapshot"]
 
 _MISSING = object()
 
@@ -126,13 +128,47 @@ async def list_turns(source: Any, *, app_name: str, user_id: str, session_id: st
         SessionMissingError: no such session.
     """
     app, user, sid = _ids(app_name, user_id, session_id)
+    key = {"app": app, "user": user, "sid": sid}
+    session, rows = await _raw_batch(_db(source), [(q.RAW_SESSION_ROW, key), (q.RAW_TURN_ROWS, key)])
+    if not session:
+        raise SessionMissingError(f"Session {sid} not found.")
+    return _cut([_Event(*r) for r in rows])
 
-    async def load(conn: Any) -> list[Any]:
-        if (await conn.execute(q.session_row(app, user, sid))).first() is None:
-            raise SessionMissingError(f"Session {sid} not found.")
-        return (await conn.execute(q.turn_rows(app, user, sid))).all()
 
-    return _cut(await _read(_db(source), load))
+@dataclass(frozen=True)
+class _Event:
+    seq: int
+    event_id: str
+    invocation_id: str | None
+    author: str | None
+    ts: float
+
+
+async def _raw_batch(db: Database, statements: list[tuple[str, dict[str, Any]]]) -> list[list[tuple]]:
+    async def once() -> list[list[tuple]]:
+        async with raw(db) as tx:
+            return [rows for _, rows in await tx.batch(statements)]
+
+    return await retrying(once, when=is_connection_lost, what="a turn read")
+
+
+async def turn_range(source: Any, *, app_name: str, user_id: str, session_id: str, turn: int) -> tuple[int, int, float]:
+    """``(first_seq, last_seq, started_at)`` of turn ``turn``, cut by the server: no per-event rows read.
+
+    Raises:
+        SessionMissingError: no such session or turn.
+    """
+    app, user, sid = _ids(app_name, user_id, session_id)
+    if not isinstance(turn, int) or isinstance(turn, bool) or turn < 1:
+        raise ValidationError("turn must be a positive integer (0 is the session as created: use turn_snapshot)")
+    key = {"app": app, "user": user, "sid": sid, "turn": turn}
+    session, found = await _raw_batch(_db(source), [(q.RAW_SESSION_ROW, key), (q.RAW_TURN_RANGE, key)])
+    if not session:
+        raise SessionMissingError(f"Session {sid} not found.")
+    first, last, started, count = found[0]
+    if not count:
+        raise SessionMissingError(f"the session has no turn {turn}")
+    return int(first), int(last), float(started)
 
 
 def _pick(turns: list[Turn], number: int) -> Turn:
@@ -148,8 +184,8 @@ async def turn_snapshot(source: Any, *, app_name: str, user_id: str, session_id:
     app, user, sid = _ids(app_name, user_id, session_id)
     if turn == 0:
         return await state_as_of(_db(source), app, user, sid, 0)
-    chosen = _pick(await list_turns(source, app_name=app, user_id=user, session_id=sid), turn)
-    return await state_as_of(_db(source), app, user, sid, chosen.last_seq)
+    _, last_seq, _ = await turn_range(source, app_name=app, user_id=user, session_id=sid, turn=turn)
+    return await state_as_of(_db(source), app, user, sid, last_seq)
 
 
 async def turn_diff(source: Any, *, app_name: str, user_id: str, session_id: str, turn: int) -> TurnDiff:
@@ -161,10 +197,11 @@ async def turn_diff(source: Any, *, app_name: str, user_id: str, session_id: str
         # right before the turn: the session up to its previous event, shared keys up to the turn's start
         just_before = math.nextafter(chosen.started_at, -math.inf)
         before = (await state_as_of(db, app, user, sid, chosen.first_seq - 1, until=just_before)).state
-        rows = await _read(db, lambda conn: _all(conn, q.turn_deltas(app, user, sid, first_seq=chosen.first_seq, last_seq=chosen.last_seq)))
+        key = {"app": app, "user": user, "sid": sid, "after": chosen.first_seq - 1, "seq": chosen.last_seq}
+        (rows,) = await _raw_batch(db, [(q.RAW_OWN_DELTAS, key)])
     written: dict[str, Any] = {}
-    for r in rows:
-        written.update(_loads(r.delta))
+    for _seq, _ts, delta in rows:
+        written.update(_loads(delta))
     changes = []
     for key, after in written.items():
         old = before.get(key, _MISSING)
@@ -180,10 +217,6 @@ async def turn_diff(source: Any, *, app_name: str, user_id: str, session_id: str
             kind = "changed"
         changes.append(Change(scope_of(key), key, kind, None if old is _MISSING else old, after))
     return TurnDiff(chosen, changes)
-
-
-async def _all(conn: Any, stmt: Any) -> list[Any]:
-    return (await conn.execute(stmt)).all()
 
 
 async def replay_to_sandbox(

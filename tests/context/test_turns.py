@@ -79,9 +79,11 @@ async def test_snapshots_come_from_checkpoints_and_match_replay(engine_db):
             await svc.append_event(other, ev(f"o{i}", T0 + i + 0.5, {"app:round": i}))
     assert await checkpoint_count(engine_db, s.id) == 0
     cold = await snapshots.state_as_of(engine_db, APP, USER, s.id, 430)
-    assert await checkpoint_count(engine_db, s.id) == 2  # at events 200 and 400, written by the read itself
+    every = snapshots.CHECKPOINT_EVERY
+    assert await checkpoint_count(engine_db, s.id) == 430 // every  # at every multiple, written by the read itself
     warm = await snapshots.state_as_of(engine_db, APP, USER, s.id, 430)
-    assert warm.state == cold.state and warm.folded < 40 < cold.folded  # 30 own deltas since 400, not 430 + the app's
+    # the own deltas since the last checkpoint (and the app's writes since), not 430 and the whole app's
+    assert warm.state == cold.state and warm.folded <= 430 % every + 1 < 430 < cold.folded
     for seq in (1, 199, 200, 201, 399, 400, 401, 450):
         event_id = (await turn_for_seq(svc, s.id, seq))
         replayed = await replay_state(svc, app_name=APP, user_id=USER, session_id=s.id, event_id=event_id)
