@@ -34,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(1, str(Path(__file__).resolve().parent.parent))  # this checkout's adk_oceanbase, as in sessions.py
 
-from _common import ensure_database, environment, percentile, print_environment, seekdb_or_url  # noqa: E402
+from _common import ensure_database, environment, percentile, print_environment, seekdb_or_url, write_json  # noqa: E402
 
 T0 = 1_740_000_000.0  # events dated long ago: settled, so snapshot reads may checkpoint them
 
@@ -185,8 +185,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--other-sessions", type=int, default=10, help="other sessions of the app writing shared state")
     p.add_argument("--reads", type=int, default=50, help="warm snapshot reads per size")
     p.add_argument("--seed", type=int, default=30)
+    p.add_argument("--json", metavar="PATH", help="also write the results here (e.g. benchmarks/results/context-DATE.json)")
     args = p.parse_args(argv)
-    print_environment(environment(["adk-oceanbase", "google-adk", "pylibseekdb"]))
+    env = environment(["adk-oceanbase", "google-adk", "pylibseekdb"])
+    print_environment(env)
 
     r = bench_pruner(args.requests, args.seed)
     print(f"\npruner, {r['requests']} random requests: {r['violations']} over budget, {r['refused']} refused "
@@ -210,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(f"| {row['events']} | {row['turns']} | {row['app_events']} | {row['replay_p50_ms']:.1f} | {row['cold_ms']:.1f} | "
               f"{row['warm_p50_ms']:.1f} | {row['warm_p95_ms']:.1f} | {row['with_turn_index_p50_ms']:.1f} |")
+    if args.json:
+        write_json(args.json, {"environment": env, "args": vars(args), "pruner": r, "snapshots": rows})
     return 0
 
 
