@@ -18,6 +18,16 @@ _EXPORTS = {
     "Sensitivity": "blocks",
     "prune": "pruner",
     "render_memories": "memories",
+    "Snapshot": "snapshots",
+    "state_as_of": "snapshots",
+    "Change": "turns",
+    "Turn": "turns",
+    "TurnDiff": "turns",
+    "list_turns": "turns",
+    "replay_to_sandbox": "turns",
+    "turn_diff": "turns",
+    "turn_range": "turns",
+    "turn_snapshot": "turns",
 }
 
 __all__ = sorted(_EXPORTS)
