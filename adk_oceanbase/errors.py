@@ -20,6 +20,7 @@ __all__ = [
     "AdkOceanBaseError",
     "ConfigurationError",
     "ConnectionFailedError",
+    "ContextBudgetError",
     "ConnectionLostError",
     "DatabaseNotFoundError",
     "DeadlockError",
@@ -199,6 +200,15 @@ class MemoryWriteRaceError(AdkOceanBaseError):
 
 class EmbeddingModelMismatchError(AdkOceanBaseError, ValueError):
     """Stored memories were embedded by another model or dimension than the one configured."""
+
+
+class ContextBudgetError(ValidationError):
+    """What must be sent (system instruction, tool declarations, must-keep blocks, the reply reserve) exceeds the budget.
+
+    Even degraded to their summaries they do not fit, so no request within the
+    budget exists: raise ``max_input_tokens``, lower ``reserve_for_reply`` or
+    mark fewer blocks must-keep.
+    """
 
 
 # Every MySQL / OceanBase (MySQL mode) server error number the package looks

@@ -60,9 +60,11 @@ __all__ = [
     "memory_terms",
     "memory_user_gen",
     "metadata",
+    "model_prices",
     "session_events",
     "session_state",
     "setup_lock",
+    "state_checkpoints",
 ]
 
 ID_LEN = 128
@@ -156,6 +158,8 @@ session_events = Table(
     PrimaryKeyConstraint("app_name", "user_id", "session_id", "seq", name="pk_session_events"),
     UniqueConstraint("app_name", "user_id", "session_id", "event_id", name="uq_session_events_event_id"),
     Index("ix_events_session_ts", "app_name", "user_id", "session_id", "ts"),
+    # other sessions' writes to shared (app:/user:) state in a time window, for turn snapshots (0016)
+    Index("ix_events_app_ts", "app_name", "ts"),
     **_TABLE_OPTS,
 )
 
@@ -343,6 +347,43 @@ audit_log = Table(
     Column("actor", String(ID_LEN, **_KEY), nullable=True),
     Index("ix_audit_user_time", "app_name", "user_id", "at"),
     Index("ix_audit_time", "at"),
+    **_TABLE_OPTS,
+)
+
+state_checkpoints = Table(
+    "state_checkpoints",
+    metadata,
+    # Materialised turn snapshots (migration 0016, adk_oceanbase.context.snapshots): the merged
+    # state (session keys, and the app:/user: keys as they were then) right after the event at
+    # ``seq``, written lazily by snapshot reads every CHECKPOINT_EVERY events, so a snapshot
+    # folds at most that many of the session's deltas plus other sessions' writes since ``ts``.
+    # Derived from session_events (already redacted); valid only while ``event_id`` is still the
+    # event at ``seq`` (a deleted and re-created session has other events).
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("event_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("ts", Double, nullable=False),
+    Column("state_json", LONGTEXT, nullable=False),
+    Column("created_at", _ts(), nullable=False, server_default=_SERVER_NOW),
+    PrimaryKeyConstraint("app_name", "user_id", "session_id", "seq", name="pk_state_checkpoints"),
+    # the user's newest checkpoint before an instant, whatever its session: a base for shared keys
+    Index("ix_checkpoints_user_ts", "app_name", "user_id", "ts"),
+    **_TABLE_OPTS,
+)
+
+model_prices = Table(
+    "model_prices",
+    metadata,
+    # Prices the cost views (v_cost_daily) multiply token counts by (migration 0016); analysts
+    # fill it. USD per million tokens; cached prompt tokens at cached_usd_per_mtok when set.
+    Column("model", String(128, **_KEY), nullable=False),
+    Column("prompt_usd_per_mtok", Double, nullable=False),
+    Column("completion_usd_per_mtok", Double, nullable=False),
+    Column("cached_usd_per_mtok", Double, nullable=True),
+    Column("updated_at", _ts(), nullable=False, server_default=_SERVER_NOW),
+    PrimaryKeyConstraint("model", name="pk_model_prices"),
     **_TABLE_OPTS,
 )
 

@@ -42,7 +42,7 @@ from opentelemetry.metrics._internal import _ProxyMeterProvider
 
 from .dialects import dialect_for_config
 
-__all__ = ["set_providers", "traced"]
+__all__ = ["current_meter", "current_tracer", "set_providers", "traced"]
 
 _SCOPE = "adk_oceanbase"
 _UNSET_TRACING = (ProxyTracerProvider, NoOpTracerProvider)
@@ -77,9 +77,10 @@ class _Instruments:
 
         self.tracer = tracer_provider.get_tracer(_SCOPE, __version__) if tracer_provider else None
         self.latency: dict[str, Any] = {}
+        self.meter = None
         if meter_provider is None:
             return
-        meter = meter_provider.get_meter(_SCOPE, __version__)
+        self.meter = meter = meter_provider.get_meter(_SCOPE, __version__)
         for op, what in (("append_event", "append_event"), ("search", "memory search")):
             self.latency[op] = meter.create_histogram(
                 f"{_SCOPE}.{op}.duration", unit="s", description=f"Duration of {what} calls"
@@ -143,6 +144,21 @@ def _resolve() -> None:
             _State.built[real] = _Instruments(*real)
         _State.active = _State.built[real]
     _State.complete = None not in real
+
+
+def current_meter() -> Any | None:
+    """The meter of the configured provider, or ``None`` when none is: for the instruments other modules own.
+
+    Same discovery as :func:`traced` (``set_providers`` or the globals, looked up at most once a second).
+    """
+    ins = _instruments()
+    return ins.meter if ins is not None else None
+
+
+def current_tracer() -> Any | None:
+    """The tracer of the configured provider, or ``None`` when none is."""
+    ins = _instruments()
+    return ins.tracer if ins is not None else None
 
 
 def _observe_queues(options: CallbackOptions) -> Iterable[Observation]:

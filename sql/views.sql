@@ -1,5 +1,5 @@
 -- Analyst views over adk-oceanbase's tables (OceanBase/seekdb and MySQL/MariaDB alike).
--- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0010); this
+-- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0016); this
 -- file is the readable copy and tests/test_sql_files.py checks a migrated database matches it.
 -- JSON payloads are LONGTEXT holding JSON: JSON_EXTRACT works on them directly.
 
@@ -75,3 +75,54 @@ FROM (SELECT app_name, operation, duration_ms,
              COUNT(*) OVER (PARTITION BY app_name, operation) AS n
       FROM audit_log) ranked
 GROUP BY app_name, operation;
+
+-- One row per model response that reported usage (ADK's usage_metadata and model_version, revision
+-- 0016): prompt tokens (cached ones included, as Gemini counts them), completion, cached, thinking.
+CREATE OR REPLACE VIEW v_model_usage AS
+SELECT app_name, user_id, session_id, seq, event_time, invocation_id, author,
+       JSON_UNQUOTE(JSON_EXTRACT(event_json, '$.model_version')) AS model,
+       COALESCE(CAST(JSON_EXTRACT(event_json, '$.usage_metadata.prompt_token_count') AS SIGNED), 0) AS prompt_tokens,
+       COALESCE(CAST(JSON_EXTRACT(event_json, '$.usage_metadata.candidates_token_count') AS SIGNED), 0) AS completion_tokens,
+       COALESCE(CAST(JSON_EXTRACT(event_json, '$.usage_metadata.cached_content_token_count') AS SIGNED), 0) AS cached_tokens,
+       COALESCE(CAST(JSON_EXTRACT(event_json, '$.usage_metadata.thoughts_token_count') AS SIGNED), 0) AS thoughts_tokens
+FROM session_events
+WHERE JSON_EXTRACT(event_json, '$.usage_metadata') IS NOT NULL;
+
+-- One row per tool result: the tool, its call id, success or error (a result object with an
+-- "error" member; its "error_type", else 'error', as the error class), and the time from the
+-- call's event to the result's in milliseconds (NULL when the call is not stored).
+CREATE OR REPLACE VIEW v_tool_results AS
+SELECT r.app_name, r.user_id, r.session_id, r.seq, r.event_time, r.invocation_id, p.tool_name, p.call_id,
+       CASE WHEN p.has_error = 1 THEN 'error' ELSE 'success' END AS status,
+       CASE WHEN p.has_error = 1 THEN COALESCE(p.error_type, 'error') END AS error_class,
+       (SELECT MIN(TIMESTAMPDIFF(MICROSECOND, c.event_time, r.event_time)) / 1000
+        FROM v_tool_calls c
+        WHERE c.app_name = r.app_name AND c.user_id = r.user_id AND c.session_id = r.session_id
+          AND c.call_id = p.call_id AND c.seq < r.seq) AS duration_ms
+FROM session_events r,
+     JSON_TABLE(r.event_json, '$.content.parts[*]' COLUMNS (
+         tool_name VARCHAR(256) PATH '$.function_response.name',
+         call_id VARCHAR(256) PATH '$.function_response.id',
+         has_error INT EXISTS PATH '$.function_response.response.error',
+         error_type VARCHAR(256) PATH '$.function_response.response.error_type')) p
+WHERE r.event_type = 'function_response' AND p.tool_name IS NOT NULL;
+
+-- Tokens and cost per app, user, day and model; cost_usd is NULL for a model without a row in
+-- model_prices (USD per million tokens; cached prompt tokens at the cached price when set).
+CREATE OR REPLACE VIEW v_cost_daily AS
+SELECT u.app_name, u.user_id, DATE(u.event_time) AS day, u.model, COUNT(*) AS responses,
+       SUM(u.prompt_tokens) AS prompt_tokens, SUM(u.completion_tokens) AS completion_tokens,
+       SUM(u.cached_tokens) AS cached_tokens,
+       SUM((u.prompt_tokens - u.cached_tokens) * p.prompt_usd_per_mtok
+           + u.cached_tokens * COALESCE(p.cached_usd_per_mtok, p.prompt_usd_per_mtok)
+           + u.completion_tokens * p.completion_usd_per_mtok) / 1000000 AS cost_usd
+FROM v_model_usage u LEFT JOIN model_prices p ON p.model = u.model
+GROUP BY u.app_name, u.user_id, DATE(u.event_time), u.model;
+
+-- Failure rate and duration per tool (v_tool_results).
+CREATE OR REPLACE VIEW v_tool_failure_rate AS
+SELECT app_name, tool_name, COUNT(*) AS calls, SUM(status = 'error') AS failures,
+       SUM(status = 'error') / COUNT(*) AS failure_rate,
+       AVG(duration_ms) AS avg_duration_ms, MAX(duration_ms) AS max_duration_ms
+FROM v_tool_results
+GROUP BY app_name, tool_name;

@@ -72,7 +72,8 @@ class RecordingLlm(BaseLlm):
 
 async def test_before_model_callback_injects_memories_within_budget(engine_db):
     svc = OceanBaseSessionService(database=engine_db)
-    asm = ContextAssembler(await memory_with_facts(), max_tokens=120, memory_top_k=2, memory_max_tokens=40)
+    seen = []
+    asm = ContextAssembler(await memory_with_facts(), max_tokens=120, memory_top_k=2, memory_max_tokens=40, on_report=seen.append)
     llm = RecordingLlm()
     agent = LlmAgent(name="assistant", model=llm, instruction="Be brief.", before_model_callback=asm.before_model_callback())
     runner = Runner(app_name=APP, agent=agent, session_service=svc)
@@ -84,5 +85,6 @@ async def test_before_model_callback_injects_memories_within_budget(engine_db):
     memories = last.contents[-2].parts[0].text  # a data section before the latest turn, not the system instruction
     assert "<RECALLED_MEMORIES>" in memories and "Hangzhou" in memories
     assert "Hangzhou" not in last.config.system_instruction
-    assert asm.last.used_tokens <= 120 and any(d.kind == "content" for d in asm.last.dropped)
+    assert len(seen) == 5 and all(r.used_tokens <= 120 for r in seen) and any(d.kind == "content" for d in seen[-1].dropped)
+    assert asm.reports_for(seen[-1].invocation_id) == [seen[-1]]  # the report belongs to its invocation
     assert len(last.contents) < 9 and last.contents[-1].parts[0].text.startswith("tell me about Hangzhou")

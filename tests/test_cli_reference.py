@@ -46,7 +46,7 @@ def test_each_command_runs_its_own_function():
         argv = list(cmd.path)
         for f in cmd.flags:
             if not f.names[0].startswith("-"):
-                argv.append("x")  # a positional (SESSION, QUERY, REVISION, ...)
+                argv.append("1" if f.options.get("type") is int else "x")  # a positional (SESSION, QUERY, TURN, ...)
             elif f.options.get("required"):
                 argv += [f.names[0], "x"]
         assert parser.parse_args(argv).handler is cmd.run, cmd.path

@@ -6,7 +6,7 @@ anywhere in it: every read and write is a method of the session or memory
 service, :mod:`adk_oceanbase.migrations` or :mod:`adk_oceanbase.governance`.
 """
 
-from . import adk, sessions, memory, governance, maintenance, db, selftest  # noqa: F401  (registration order)
+from . import adk, sessions, turns, memory, governance, maintenance, db, selftest  # noqa: F401  (registration order)
 from .registry import COMMANDS, GROUPS, Command
 
 __all__ = ["COMMANDS", "GROUPS", "Command"]

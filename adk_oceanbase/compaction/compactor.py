@@ -21,6 +21,7 @@ from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions, EventCompaction
 from google.genai import types
 
+from ..context import signals
 from ..errors import SessionMissingError
 from ..sessions.store import revision_of
 from . import queries as cq
@@ -193,7 +194,9 @@ async def compact_session(
         except StaleSessionError:
             logger.info("compaction of session %s lost to a concurrent append (attempt %d)", session_id, attempt)
             continue
+        signals.record_compaction("compacted" if result.compacted else "skipped", result.covered_events)  # issue 30
         return CompactionResult(**{**result.__dict__, "attempts": attempt})
+    signals.record_compaction("gave_up")  # issue 30: compaction results metric
     return CompactionResult(False, f"session kept changing; gave up after {max_attempts} attempts", attempts=max_attempts)
 
 

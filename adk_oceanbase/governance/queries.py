@@ -26,6 +26,7 @@ from ..schema import memory_opt_out as O
 from ..schema import memory_terms as MT
 from ..schema import session_events as E
 from ..schema import session_state as ST
+from ..schema import state_checkpoints as CP
 
 __all__ = [
     "RAW_DEBUG_BASE",
@@ -121,6 +122,19 @@ def delete_sessions_state(app: str, keys: Keys) -> Delete:
 
 def delete_sessions_debug(app: str, keys: Keys) -> Delete:
     return delete(D).where(D.c.app_name == app, _pairs(D, keys))
+
+
+def delete_sessions_checkpoints(app: str, keys: Keys) -> Delete:
+    """The swept sessions' turn-snapshot checkpoints (revision 0016)."""
+    return delete(CP).where(CP.c.app_name == app, _pairs(CP, keys))
+
+
+def delete_orphan_checkpoints(app: str) -> Delete:
+    """Checkpoints whose session is gone (``delete_session`` leaves them: they are derived, never read once invalid)."""
+    alive = select(S.c.session_id).where(
+        S.c.app_name == CP.c.app_name, S.c.user_id == CP.c.user_id, S.c.session_id == CP.c.session_id
+    ).exists()
+    return delete(CP).where(CP.c.app_name == app, ~alive)
 
 
 def delete_sessions_rows(app: str, keys: Keys) -> Delete:

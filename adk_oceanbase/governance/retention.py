@@ -235,18 +235,26 @@ async def _sweep_sessions(db: Database, app: str, cutoff: datetime, batch: int, 
         async with connection(db) as conn:
             keys = [tuple(r) for r in (await conn.execute(q.expired_sessions(app, cutoff, batch))).all()]
         if not keys:
-            return out
+            return await _drop_orphan_checkpoints(db, app, out)
         async with transaction(db) as conn:
             locked = [tuple(r) for r in (await conn.execute(q.lock_expired_sessions(app, keys, cutoff))).all()]
             if locked:
                 out.events += (await conn.execute(q.delete_sessions_events(app, locked))).rowcount
                 out.state_rows += (await conn.execute(q.delete_sessions_state(app, locked))).rowcount
                 out.debug_entries += (await conn.execute(q.delete_sessions_debug(app, locked))).rowcount
+                await conn.execute(q.delete_sessions_checkpoints(app, locked))  # derived rows: not counted
                 out.sessions += (await conn.execute(q.delete_sessions_rows(app, locked))).rowcount
                 if audit:
                     await conn.execute(AuditEntry("retention_sweep", app, row_count=len(locked)).insert())
         if len(keys) < batch:
-            return out
+            return await _drop_orphan_checkpoints(db, app, out)
+
+
+async def _drop_orphan_checkpoints(db: Database, app: str, out: SweepCounts) -> SweepCounts:
+    """Turn-snapshot checkpoints of sessions deleted since the last sweep (derived rows: not counted)."""
+    async with transaction(db) as conn:
+        await conn.execute(q.delete_orphan_checkpoints(app))
+    return out
 
 
 def _event_ids(raw: str | None) -> list[str]:

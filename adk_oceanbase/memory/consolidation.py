@@ -46,6 +46,7 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from ..context import signals
 from ..dialects import EngineDialect
 from . import postings
 from . import queries as q
@@ -264,6 +265,7 @@ async def write_drafts(
             if d.supersedes and servable(d.confidence, d.tainted, min_confidence):
                 stmt, params = q.supersede(app_name, user_id, d.supersedes, d.memory_id, now)
                 await conn.execute(stmt, params)
+                signals.record_supersession(len(d.supersedes), reason="contradiction")  # issue 30: silent supersession
     out.inserted = [d.memory_id for d in inserts]
     return out
 
@@ -375,6 +377,7 @@ async def merge_near_duplicates(
     for old, new in merges.items():
         stmt, params = q.supersede(app_name, user_id, [old], new, now)
         await conn.execute(stmt, params)
+    signals.record_supersession(len(merges), reason="near_duplicate")  # issue 30: silent supersession
     updates = [
         {
             "app": app_name,

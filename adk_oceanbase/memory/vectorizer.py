@@ -30,6 +30,7 @@ from typing import Any, Iterable, Sequence
 
 import numpy as np
 
+from ..context import signals
 from .. import gateway
 from ..engine import Database
 from ..errors import is_rerunnable
@@ -283,6 +284,7 @@ class Vectorizer:
             nonlocal failures
             failures += 1
             self.stats["failed_attempts"] += 1
+            signals.record_embedding_failure(type(exc).__qualname__)  # issue 30: embedding failures metric
             logger.warning("embedding attempt %d/%d failed: %s", failures, attempts, type(exc).__name__)
             return True  # any model error: the model (or its server) may answer the next call
 

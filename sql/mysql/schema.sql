@@ -40,7 +40,8 @@ CREATE TABLE session_events (
   redacted SMALLINT NOT NULL DEFAULT 0,       -- 1: the app's redaction policy ran over it before it was written
   CONSTRAINT pk_session_events PRIMARY KEY (app_name, user_id, session_id, seq),
   CONSTRAINT uq_session_events_event_id UNIQUE (app_name, user_id, session_id, event_id),
-  INDEX ix_events_session_ts (app_name, user_id, session_id, ts)
+  INDEX ix_events_session_ts (app_name, user_id, session_id, ts),
+  INDEX ix_events_app_ts (app_name, ts)                  -- other sessions' shared-state writes in a window (0016)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE session_state (
@@ -127,6 +128,28 @@ CREATE TABLE memory_terms (                               -- per-user lexical in
   doc_len INTEGER NOT NULL DEFAULT 0,                       -- the memory's term_count (BM25 length, read without its row)
   CONSTRAINT pk_memory_terms PRIMARY KEY (app_name, user_id, term, memory_id),
   INDEX ix_memory_terms_memory (app_name, user_id, memory_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE state_checkpoints (                          -- materialised turn snapshots, written lazily by snapshot reads (0016)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  seq BIGINT NOT NULL,                                     -- the state right after this event
+  event_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,      -- valid while this is still the event at seq
+  ts DOUBLE NOT NULL,
+  state_json LONGTEXT NOT NULL,                            -- merged state: session keys and app:/user: keys as of ts
+  created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  CONSTRAINT pk_state_checkpoints PRIMARY KEY (app_name, user_id, session_id, seq),
+  INDEX ix_checkpoints_user_ts (app_name, user_id, ts)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE model_prices (                               -- USD per million tokens per model, for v_cost_daily (0016)
+  model VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  prompt_usd_per_mtok DOUBLE NOT NULL,
+  completion_usd_per_mtok DOUBLE NOT NULL,
+  cached_usd_per_mtok DOUBLE,
+  updated_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  CONSTRAINT pk_model_prices PRIMARY KEY (model)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE memory_opt_out (                             -- users who asked not to be remembered (set_memory_opt_out)

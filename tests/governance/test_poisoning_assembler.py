@@ -59,7 +59,9 @@ async def run_turns(db, turns: list[str]) -> tuple[LlmRequest, ContextAssembler]
         ])
         await memory.flush()
         sessions = OceanBaseSessionService(database=db)
-        assembler = ContextAssembler(memory, max_tokens=2000, memory_top_k=5)
+        reports = []
+        assembler = ContextAssembler(memory, max_tokens=2000, memory_top_k=5, on_report=reports.append)
+        assembler.seen = reports
         llm = RecordingLlm()
         agent = LlmAgent(name="assistant", model=llm, instruction=INSTRUCTION, before_model_callback=assembler.before_model_callback())
         runner = Runner(app_name=APP, agent=agent, session_service=sessions)
@@ -89,7 +91,7 @@ async def test_memories_are_a_delimited_data_section_not_instructions(db):
     assert "&lt;/RECALLED_MEMORIES&gt;" in block
     assert "[2025-03-02, user, confidence 0.90] My favourite city is Hangzhou and I love its tea" in block
     # text only: no ids, scores, signals or reprs
-    kept_ids = [i.source_id for i in assembler.last.kept if i.kind == "memory"]
+    kept_ids = [i.source_id for i in assembler.seen[-1].kept if i.kind == "memory"]
     assert len(kept_ids) == 2 and not any(mid in block for mid in kept_ids)
     for leak in ("MemoryHit", "Signals(", "score", "memory_id", "custom_metadata", "event_ids"):
         assert leak not in block
