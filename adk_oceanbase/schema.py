@@ -59,6 +59,7 @@ __all__ = [
     "lg_checkpoint_blobs",
     "lg_checkpoint_writes",
     "lg_checkpoints",
+    "lg_store_fields",
     "lg_store_items",
     "memory_opt_out",
     "memory_terms",
@@ -429,6 +430,22 @@ lg_store_items = Table(
     PrimaryKeyConstraint("app_name", "namespace", "item_key", name="pk_lg_store_items"),
     Index("ix_lg_store_user", "app_name", "user_id"),
     Index("ix_lg_store_expires", "app_name", "expires_at"),
+    **_TABLE_OPTS,
+)
+
+lg_store_fields = Table(
+    "lg_store_fields",
+    metadata,
+    # One indexed field of a Store item -> the agent_memories row holding its text (memory_user's pool):
+    # semantic search is the memory service's hybrid search, joined back to the items here.
+    _lg_id("app_name"), _lg_id("namespace", 300), _lg_id("item_key", 255),
+    Column("field_no", Integer, nullable=False),
+    _lg_user(),
+    Column("path", String(255, **_KEY), nullable=False),
+    _lg_id("memory_user"), _lg_id("memory_id", 64),
+    PrimaryKeyConstraint("app_name", "namespace", "item_key", "field_no", name="pk_lg_store_fields"),
+    Index("ix_lg_fields_user", "app_name", "user_id"),
+    Index("ix_lg_fields_memory", "app_name", "memory_user", "memory_id"),
     **_TABLE_OPTS,
 )
 

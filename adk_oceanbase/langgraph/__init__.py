@@ -7,5 +7,6 @@ Importing this package connects to nothing.
 from __future__ import annotations
 
 from .saver import OceanBaseSaver
+from .store import OceanBaseStore
 
-__all__ = ["OceanBaseSaver"]
+__all__ = ["OceanBaseSaver", "OceanBaseStore"]

@@ -15,6 +15,10 @@ and items with the rest of their data.  ``created_at`` / ``stored_at`` come
 from the database clock: what retention counts from.  Key lengths fit
 InnoDB's 3,072-byte limit in utf8mb4 (``checkpoint_ns`` 255, channel 128).
 
+A Store item's indexed fields are rows of ``agent_memories`` written through the
+memory service (so semantic search is the project's hybrid retrieval); each
+``lg_store_fields`` row ties one field of an item to the memory holding its text.
+
 The views redefine every earlier view and add ``v_lg_threads``,
 ``v_lg_checkpoints`` and ``v_lg_store_items``.
 """
@@ -174,6 +178,18 @@ def upgrade() -> None:
     )
     steps.create_index("ix_lg_store_user", "lg_store_items", ["app_name", "user_id"])
     steps.create_index("ix_lg_store_expires", "lg_store_items", ["app_name", "expires_at"])
+    steps.create_table(
+        "lg_store_fields",
+        _id("app_name"), _id("namespace", 300), _id("item_key", 255),
+        sa.Column("field_no", sa.Integer, nullable=False),
+        _user(),
+        sa.Column("path", sa.String(255, **_KEY), nullable=False),
+        _id("memory_user"), _id("memory_id", 64),
+        sa.PrimaryKeyConstraint("app_name", "namespace", "item_key", "field_no", name="pk_lg_store_fields"),
+        **_OPTS,
+    )
+    steps.create_index("ix_lg_fields_user", "lg_store_fields", ["app_name", "user_id"])
+    steps.create_index("ix_lg_fields_memory", "lg_store_fields", ["app_name", "memory_user", "memory_id"])
     for name, body in VIEWS.items():
         op.execute(f"CREATE OR REPLACE VIEW {name} AS {body}")
 
@@ -181,5 +197,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     for name in _NEW_VIEWS:
         op.execute(f"DROP VIEW IF EXISTS {name}")
-    for table in ("lg_store_items", "lg_checkpoint_writes", "lg_checkpoint_blobs", "lg_checkpoints"):
+    for table in ("lg_store_fields", "lg_store_items", "lg_checkpoint_writes", "lg_checkpoint_blobs", "lg_checkpoints"):
         steps.drop_table(table)

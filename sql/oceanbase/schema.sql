@@ -224,3 +224,17 @@ CREATE TABLE lg_store_items (                             -- LangGraph Store ite
   INDEX ix_lg_store_user (app_name, user_id),
   INDEX ix_lg_store_expires (app_name, expires_at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE lg_store_fields (                            -- a Store item's indexed field -> the agent_memories row holding its text
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  namespace VARCHAR(300) COLLATE utf8mb4_bin NOT NULL,
+  item_key VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,
+  field_no INTEGER NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  path VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,         -- the field's path in the value ("text", "tags[0]")
+  memory_user VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,  -- whose memory pool (agent_memories.user_id) holds it
+  memory_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  CONSTRAINT pk_lg_store_fields PRIMARY KEY (app_name, namespace, item_key, field_no),
+  INDEX ix_lg_fields_user (app_name, user_id),
+  INDEX ix_lg_fields_memory (app_name, memory_user, memory_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
