@@ -291,8 +291,9 @@ class OceanBaseStore(DatabaseService, BaseStore):
     # ------------------------------------------------------------------ writes
     @audited(_puts_entry)
     async def _apply_puts(self, puts: list[PutOp]) -> None:
+        """One transaction for the batch's items and field links, after one ``add_memory`` per memory pool."""
         statements: list[tuple[Any, Any]] = []
-        indexed = False
+        entries: dict[str, dict[str, MemoryEntry]] = {}
         now = datetime.now(timezone.utc).replace(tzinfo=None)
         for op in puts:
             ns, key = _encode(op.namespace), op.key
@@ -306,8 +307,7 @@ class OceanBaseStore(DatabaseService, BaseStore):
                 continue
             value = _value_json(op.value, self.max_value_bytes)
             user = self.user_of(op.namespace)
-            links = await self._index(op, user)
-            indexed = indexed or bool(links)
+            links = self._links(op, user, entries)
             ttl = None if op.ttl is None else float(op.ttl)
             if ttl is not None and not ttl > 0:
                 raise InvalidValueError(f"ttl must be a positive number of minutes, got {op.ttl!r}")
@@ -315,26 +315,25 @@ class OceanBaseStore(DatabaseService, BaseStore):
                                                "fields": len(links)}))
             if links:
                 statements.append((q.INSERT_FIELDS, [{**ids, "user": user, **link} for link in links]))
+        if entries and self.memory is not None:
+            for pool, memories in entries.items():
+                await self.memory.add_memory(app_name=self.app_name, user_id=pool, memories=list(memories.values()),
+                                             custom_metadata={"topics": [ix.TOPIC]})
         await self._write(statements)
-        if indexed and self.memory is not None:
+        if entries and self.memory is not None:
             await self.memory.flush()  # searchable when put returns, as LangGraph's stores are
 
-    async def _index(self, op: PutOp, user: str) -> list[dict[str, Any]]:
-        """Stores the put's indexed fields as field memories; returns their ``lg_store_fields`` rows."""
+    def _links(self, op: PutOp, user: str, entries: dict[str, dict[str, MemoryEntry]]) -> list[dict[str, Any]]:
+        """The put's indexed fields as ``lg_store_fields`` rows; their memories are added to ``entries`` (by pool)."""
         if self.memory is None or self.index_config is None or op.index is False:
             return []
         fields = self.index_config["fields"] if op.index is None else list(op.index)
-        texts = ix.field_texts(op.value, fields)  # type: ignore[arg-type]
-        if not texts:
-            return []
         pool = user or ix.SHARED_POOL
-        links, entries = [], {}
-        for no, (path, text) in enumerate(texts):
+        links = []
+        for no, (path, text) in enumerate(ix.field_texts(op.value, fields)):  # type: ignore[arg-type]
             mid = ix.memory_id_for_text(self.app_name, pool, text)
             links.append({"no": no, "path": path[:255], "muser": pool, "mid": mid})
-            entries[mid] = MemoryEntry(id=mid, content=types.Content(parts=[types.Part(text=text)]))
-        await self.memory.add_memory(app_name=self.app_name, user_id=pool, memories=list(entries.values()),
-                                     custom_metadata={"topics": [ix.TOPIC]})
+            entries.setdefault(pool, {})[mid] = MemoryEntry(id=mid, content=types.Content(parts=[types.Part(text=text)]))
         return links
 
     async def asweep_ttl(self) -> int:
