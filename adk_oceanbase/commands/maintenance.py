@@ -74,7 +74,7 @@ async def gc(args: argparse.Namespace) -> int:
     from ..governance import Retention, RetentionPolicy, sweep
 
     if args.session_ttl is None and args.memory_ttl is None and args.audit_ttl is None and args.thread_ttl is None:
-        raise ValidationError("gc needs --session-ttl, --memory-ttl, --thread-ttl and/or --audit-ttl")
+        raise ValidationError("gc needs --session-ttl and/or --memory-ttl, --thread-ttl, or --audit-ttl")
     policy = RetentionPolicy(
         Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl, thread_ttl=args.thread_ttl),
         audit_ttl=args.audit_ttl,
