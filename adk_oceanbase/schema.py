@@ -430,6 +430,8 @@ lg_store_items = Table(
     PrimaryKeyConstraint("app_name", "namespace", "item_key", name="pk_lg_store_items"),
     Index("ix_lg_store_user", "app_name", "user_id"),
     Index("ix_lg_store_expires", "app_name", "expires_at"),
+    # a semantic search's unscored fill (items with no indexed field) without scanning the prefix
+    Index("ix_lg_store_unindexed", "app_name", "indexed_fields", "namespace"),
     **_TABLE_OPTS,
 )
 

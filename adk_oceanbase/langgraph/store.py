@@ -269,7 +269,8 @@ class OceanBaseStore(DatabaseService, BaseStore):
         rows = rows[op.offset : op.offset + op.limit]
         if len(rows) < op.limit:
             # As InMemoryStore does: items with no indexed field fill the rest, unscored.
-            ((_, plain),) = await self._read_batch([q.unindexed_items(self.app_name, prefix)])
+            need = None if op.filter else op.limit - len(rows)
+            ((_, plain),) = await self._read_batch([q.unindexed_items(self.app_name, prefix, need)])
             plain = [(*r, None) for r in plain if ix.matches(json.loads(r[2]), op.filter)]
             rows += plain[: op.limit - len(rows)]
         return rows

@@ -118,11 +118,14 @@ def field_links(app: str, muser: str, memory_ids: Sequence[str], prefix: str) ->
     return sql, params
 
 
-def unindexed_items(app: str, prefix: str) -> tuple[str, dict[str, Any]]:
+def unindexed_items(app: str, prefix: str, limit: int | None) -> tuple[str, dict[str, Any]]:
     """Live items under ``prefix`` with no indexed field (a semantic search's unscored remainder), newest first."""
     params: dict[str, Any] = {"app": app}
-    sql = (f"SELECT {_ITEM} FROM lg_store_items WHERE app_name = %(app)s AND {under(prefix, params)} AND {LIVE} "
-           "AND indexed_fields = 0 ORDER BY updated_at DESC, namespace, item_key")
+    sql = (f"SELECT {_ITEM} FROM lg_store_items WHERE app_name = %(app)s AND indexed_fields = 0 "
+           f"AND {under(prefix, params)} AND {LIVE} ORDER BY updated_at DESC, namespace, item_key")
+    if limit is not None:
+        sql += " LIMIT %(limit)s"
+        params["limit"] = int(limit)
     return sql, params
 
 

@@ -178,6 +178,7 @@ def upgrade() -> None:
     )
     steps.create_index("ix_lg_store_user", "lg_store_items", ["app_name", "user_id"])
     steps.create_index("ix_lg_store_expires", "lg_store_items", ["app_name", "expires_at"])
+    steps.create_index("ix_lg_store_unindexed", "lg_store_items", ["app_name", "indexed_fields", "namespace"])
     steps.create_table(
         "lg_store_fields",
         _id("app_name"), _id("namespace", 300), _id("item_key", 255),

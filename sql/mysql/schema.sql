@@ -222,7 +222,8 @@ CREATE TABLE lg_store_items (                             -- LangGraph Store ite
   stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   CONSTRAINT pk_lg_store_items PRIMARY KEY (app_name, namespace, item_key),
   INDEX ix_lg_store_user (app_name, user_id),
-  INDEX ix_lg_store_expires (app_name, expires_at)
+  INDEX ix_lg_store_expires (app_name, expires_at),
+  INDEX ix_lg_store_unindexed (app_name, indexed_fields, namespace)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE lg_store_fields (                            -- a Store item's indexed field -> the agent_memories row holding its text
