@@ -150,3 +150,19 @@ async def test_writes_are_audited_and_a_users_threads_are_erased(engine_db) -> N
     assert counts["lg_checkpoints"] == 1 and counts["lg_checkpoint_blobs"] == 1 and counts["lg_checkpoint_writes"] == 1
     assert await saver.aget_tuple(stored) is None
     assert await saver.aget_tuple(other) is not None
+
+
+async def test_delta_channel_history_replays_writes_in_task_path_order(engine_db) -> None:
+    """LangGraph's default get_delta_channel_history walks get_tuple, which must give writes in writes_sort_key order."""
+    saver = OceanBaseSaver(database=engine_db)
+    seed = generate_checkpoint(channel_values={"log": ["seed"]}, channel_versions={"log": "1"})
+    first = await saver.aput(generate_config("t-delta"), seed, generate_metadata(step=0), {"log": "1"})
+    # task ids sort the other way round from their paths: the key order alone would give b before a
+    await saver.aput_writes(first, [("log", "from-b")], "task-a", task_path="~b")
+    await saver.aput_writes(first, [("log", "from-a")], "task-z", task_path="~a")
+    child = dict(generate_config("t-delta")["configurable"], checkpoint_id=first["configurable"]["checkpoint_id"])
+    second = await saver.aput({"configurable": child}, generate_checkpoint(channel_versions={"log": "2"}),
+                              generate_metadata(step=1), {})
+    history = await saver.aget_delta_channel_history(config=second, channels=["log"])
+    assert [w[2] for w in history["log"]["writes"]] == ["from-a", "from-b"]
+    assert history["log"]["seed"] == ["seed"]
