@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import OrderedDict
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterator, Optional, Sequence
 
@@ -45,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 _PAGE = 200
 """Checkpoints whose blobs and writes ``list`` loads per round trip (an IN list of that many keys)."""
+_RECENT = 1024
+"""Threads whose newest checkpoint's channel versions are remembered (see ``_get_tuple``)."""
 
 
 def _audit(operation: str, arg: str | None = None):
@@ -112,6 +115,7 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         self._auditor = Auditor(audit)
         self.max_value_bytes = max_value_bytes
         self._home = Home()
+        self._recent: OrderedDict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "OceanBaseSaver":
@@ -201,7 +205,14 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         row = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "parent": parent, "user": user,
                "run": run_id, "type": vtype, "checkpoint": payload, "metadata": md}
         await self._write([*([(q.INSERT_BLOBS, blobs)] if blobs else []), (q.UPSERT_CHECKPOINT, row)])
+        self._remember(thread, ns, cid, stored.get("channel_versions") or {})
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
+
+    def _remember(self, thread: str, ns: str, cid: str, versions: dict[str, Any]) -> None:
+        self._recent[(thread, ns)] = (cid, tuple((ch, str(v)) for ch, v in versions.items()))
+        self._recent.move_to_end((thread, ns))
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -298,11 +309,21 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
             writes = q.select_latest_writes(self.app_name, thread, ns)
         else:
             writes = q.select_writes(self.app_name, [(thread, ns, cid)])
-        (_, rows), (_, write_rows) = await self._read_batch([select, writes])
+        # The blobs of the checkpoint this saver last wrote or read on the thread ride in the same
+        # round trip (versions name immutable blobs, so a wrong guess only costs the second trip
+        # _tuples makes for what is missing): a graph's get after its put is one round trip.
+        guess = self._recent.get((thread, ns))
+        batch = [select, writes]
+        if guess and guess[1] and (cid is None or cid == guess[0]):
+            batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in guess[1]]))
+        results = await self._read_batch(batch)
+        (_, rows), (_, write_rows) = results[0], results[1]
         if not rows:
             return None
         writes_by = {(thread, ns, rows[0][2]): [r[1:] if cid is None else r[3:] for r in write_rows]}
-        return (await self._tuples(rows, writes_by))[0]
+        tup = (await self._tuples(rows, writes_by, results[2][1] if len(results) > 2 else ()))[0]
+        self._remember(thread, ns, rows[0][2], tup.checkpoint.get("channel_versions") or {})
+        return tup
 
     async def alist(
         self,
@@ -339,15 +360,21 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
             out += await self._tuples(page, writes_by)
         return out
 
-    async def _tuples(self, rows: Sequence[Any], writes_by: dict[tuple[str, str, str], list[Any]]) -> list[CheckpointTuple]:
-        """Checkpoint rows with their pending writes, their channel values loaded in one round trip."""
+    async def _tuples(
+        self, rows: Sequence[Any], writes_by: dict[tuple[str, str, str], list[Any]], prefetched: Sequence[Any] = ()
+    ) -> list[CheckpointTuple]:
+        """Checkpoint rows with their pending writes, their channel values loaded in one round trip (or none)."""
         decoded = [(row, self._loads((row[4], row[5]))) for row in rows]
-        wanted = sorted({(r[0], r[1], ch, str(v)) for r, cp in decoded for ch, v in cp.get("channel_versions", {}).items()})
+        wanted = {(r[0], r[1], ch, str(v)) for r, cp in decoded for ch, v in cp.get("channel_versions", {}).items()}
+        blob_rows = list(prefetched)
+        missing = sorted(wanted - {tuple(b[:4]) for b in blob_rows})
+        if missing:
+            ((_, more),) = await self._read_batch([q.select_blobs(self.app_name, missing)])
+            blob_rows += more
         blobs: dict[tuple[str, str, str, str], Any] = {}
-        if wanted:
-            ((_, blob_rows),) = await self._read_batch([q.select_blobs(self.app_name, wanted)])
+        if blob_rows:
             for thread, ns, ch, version, vtype, payload in blob_rows:
-                if vtype != codec.EMPTY and payload is not None:
+                if vtype != codec.EMPTY and payload is not None and (thread, ns, ch, version) in wanted:
                     blobs[(thread, ns, ch, version)] = self._loads((vtype, payload))
         out = []
         for (thread, ns, cid, parent, _t, _p, md), cp in decoded:

@@ -166,3 +166,16 @@ async def test_delta_channel_history_replays_writes_in_task_path_order(engine_db
     history = await saver.aget_delta_channel_history(config=second, channels=["log"])
     assert [w[2] for w in history["log"]["writes"]] == ["from-a", "from-b"]
     assert history["log"]["seed"] == ["seed"]
+
+
+async def test_a_stale_guess_of_the_latest_checkpoint_still_reads_right(engine_db) -> None:
+    """get_tuple prefetches the blobs of the checkpoint this saver saw last; another writer's newer one must win."""
+    mine, other = OceanBaseSaver(database=engine_db), OceanBaseSaver(database=engine_db)
+    cp1 = generate_checkpoint(channel_values={"a": "one", "b": "kept"}, channel_versions={"a": "1", "b": "1"})
+    first = await mine.aput(generate_config("t-guess"), cp1, generate_metadata(step=0), {"a": "1", "b": "1"})
+    parent = dict(generate_config("t-guess")["configurable"], checkpoint_id=first["configurable"]["checkpoint_id"])
+    cp2 = generate_checkpoint(channel_values={"a": "two", "b": "kept"}, channel_versions={"a": "2", "b": "1"})
+    await other.aput({"configurable": parent}, cp2, generate_metadata(step=1), {"a": "2"})
+    got = await mine.aget_tuple(generate_config("t-guess"))
+    assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": "two", "b": "kept"}
+    assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": "one", "b": "kept"}
