@@ -275,15 +275,13 @@ async def run_store(host: str, port: int, items: int, queries: int) -> dict[str,
 def print_table(res: dict[str, Any], args: argparse.Namespace) -> None:
     savers = {k: v for k, v in res["savers"].items()}
     ok = [n for n, v in savers.items() if "error" not in v]
+    if not savers:
+        ok = []
     rows = [("put p50 ms", "put", "p50_ms"), ("put p95 ms", "put", "p95_ms"),
             ("get_tuple p50 ms", "get_tuple", "p50_ms"), ("get_tuple p95 ms", "get_tuple", "p95_ms"),
             (f"alist {args.list_size} p50 ms", f"alist_{args.list_size}", "p50_ms")]
-    print("\n| metric | " + " | ".join(ok) + " |")
-    print("|---|" + "---|" * len(ok))
-    for label, key, stat in rows:
-        print(f"| {label} | " + " | ".join(f"{savers[n][key][stat]:.2f}" for n in ok) + " |")
-    print(f"| graph {args.graph_steps} steps s | " + " | ".join(f"{savers[n][f'graph_{args.graph_steps}_steps_s']:.2f}" for n in ok) + " |")
-    print("| bytes / checkpoint | " + " | ".join(f"{savers[n].get('bytes_per_checkpoint', float('nan')):,.0f}" for n in ok) + " |")
+    if ok:
+        _saver_table(savers, ok, rows, args)
     for n, v in savers.items():
         if "error" in v:
             print(f"- {n}: cannot run: {v['error']}")
@@ -291,6 +289,15 @@ def print_table(res: dict[str, Any], args: argparse.Namespace) -> None:
         s = res["store"]
         print(f"\nStore search at {s['items']:,} items: p50 {s['search']['p50_ms']:.1f} ms, p95 {s['search']['p95_ms']:.1f} ms "
               f"(load {s['load_s']:.0f} s)")
+
+
+def _saver_table(savers: dict[str, Any], ok: list[str], rows: list[tuple[str, str, str]], args: argparse.Namespace) -> None:
+    print("\n| metric | " + " | ".join(ok) + " |")
+    print("|---|" + "---|" * len(ok))
+    for label, key, stat in rows:
+        print(f"| {label} | " + " | ".join(f"{savers[n][key][stat]:.2f}" for n in ok) + " |")
+    print(f"| graph {args.graph_steps} steps s | " + " | ".join(f"{savers[n][f'graph_{args.graph_steps}_steps_s']:.2f}" for n in ok) + " |")
+    print("| bytes / checkpoint | " + " | ".join(f"{savers[n].get('bytes_per_checkpoint', float('nan')):,.0f}" for n in ok) + " |")
 
 
 def main() -> None:
@@ -303,6 +310,7 @@ def main() -> None:
     ap.add_argument("--graph-steps", type=int, default=200)
     ap.add_argument("--store-items", type=int, default=100_000)
     ap.add_argument("--store-queries", type=int, default=200)
+    ap.add_argument("--only", choices=["savers", "store"], help="run one half")
     ap.add_argument("--json", default="benchmarks/results/langgraph.json")
     args = ap.parse_args()
     if args.quick:
@@ -319,8 +327,9 @@ def main() -> None:
             parts = urlsplit(args.url)
             host, port = parts.hostname or "127.0.0.1", parts.port or 2881
         res: dict[str, Any] = {"env": env, "args": vars(args)}
-        res["savers"] = asyncio.run(run_savers(host, port, args))
-        res["store"] = asyncio.run(run_store(host, port, args.store_items, args.store_queries)) if args.store_items else None
+        res["savers"] = asyncio.run(run_savers(host, port, args)) if args.only != "store" else {}
+        wants_store = args.store_items and args.only != "savers"
+        res["store"] = asyncio.run(run_store(host, port, args.store_items, args.store_queries)) if wants_store else None
     print_table(res, args)
     write_json(args.json, res)
 
