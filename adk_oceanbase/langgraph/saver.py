@@ -50,18 +50,17 @@ _RECENT = 1024
 """Threads whose newest checkpoint's channel versions are remembered (see ``_get_tuple``)."""
 
 
-def _audit(operation: str, arg: str | None = None):
+def _audit(operation: str, arg: str | None = None, *, read: bool = False):
     def describe(call: Any) -> AuditEntry:
         a = call.arguments
-        saver = a["self"]
-        thread = None
-        if arg == "config":
-            thread = str((a["config"].get("configurable") or {}).get("thread_id"))
-        elif arg is not None:
-            thread = str(a[arg])
-        user = (a.get("config") or {}).get("configurable", {}).get("user_id") if arg == "config" else None
-        return AuditEntry(operation, saver.app_name, user, thread)
+        conf = ((a.get("config") or {}).get("configurable") or {}) if arg == "config" else {}
+        thread = conf.get("thread_id") if arg == "config" else (a[arg] if arg is not None else None)
+        user = conf.get("user_id")
+        return AuditEntry(operation, a["self"].app_name, None if user is None else str(user),
+                          None if thread is None else str(thread))
 
+    if read:  # sampled by AuditSettings.read_sample, as the session service's reads are
+        return audited(describe, read=True, count=lambda result: len(result) if isinstance(result, list) else int(result is not None))
     return audited(describe)
 
 
@@ -301,6 +300,7 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._home.run(lambda: self._get_tuple(config))
 
+    @_audit("lg_get", "config", read=True)
     async def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread, ns, cid = codec.key_of(config)
         await self._engine()
@@ -336,6 +336,7 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         for tup in await self._home.run(lambda: self._list(config, filter, before, limit)):
             yield tup
 
+    @_audit("lg_list", "config", read=True)
     async def _list(self, config: Any, flt: Any, before: Any, limit: int | None) -> list[CheckpointTuple]:
         thread = ns = cid = None
         if config is not None:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
+from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, AsyncIterator, Callable, Iterable, Sequence
 
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
@@ -137,7 +138,18 @@ class OceanBaseStore(DatabaseService, BaseStore):
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> "OceanBaseStore":
+        """A store on ``url`` (nothing connects until first use)."""
         return cls(url, **kwargs)
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, url: str, **kwargs: Any) -> AsyncIterator["OceanBaseStore"]:
+        """``async with OceanBaseStore.from_conn_string(url) as store``: closed on exit."""
+        store = cls(url, **kwargs)
+        try:
+            yield store
+        finally:
+            await store.aclose()
 
     async def aclose(self) -> None:
         await self._home.run(self._close)

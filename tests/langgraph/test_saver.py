@@ -179,3 +179,15 @@ async def test_a_stale_guess_of_the_latest_checkpoint_still_reads_right(engine_d
     got = await mine.aget_tuple(generate_config("t-guess"))
     assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": "two", "b": "kept"}
     assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": "one", "b": "kept"}
+
+
+async def test_reads_are_audited_when_sampled(engine_db) -> None:
+    saver = OceanBaseSaver(database=engine_db, app_name="lgread", audit=AuditSettings(read_sample=1.0))
+    mine = {"configurable": {"thread_id": "t-read", "checkpoint_ns": "", "user_id": "erin"}}
+    await saver.aput(mine, generate_checkpoint(), generate_metadata(), {})
+    assert await saver.aget_tuple(mine) is not None
+    assert len([t async for t in saver.alist(None)]) == 1
+    got = await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE app_name = 'lgread' AND operation = 'lg_get' "
+                                 "AND user_id = 'erin' AND session_id = 't-read' AND row_count = 1")
+    assert got == 1
+    assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE operation = 'lg_list' AND row_count = 1") == 1

@@ -81,3 +81,11 @@ async def test_a_users_namespaces_are_erased_with_their_field_memories(engine_db
     assert (await store.aget(("memories", "dave"), "m1")).value == {"text": "dave likes black coffee"}
     with pytest.raises(InvalidIdentifierError):
         await store.aput(("memories", "eve "), "m1", {"text": "x"})
+
+
+async def test_from_conn_string_opens_and_closes(engine_migrated_url) -> None:
+    async with OceanBaseStore.from_conn_string(engine_migrated_url, app_name="lg-cs") as store:
+        await store.aput(("cs",), "k", {"v": 1})
+        assert (await store.aget(("cs",), "k")).value == {"v": 1}
+        await store.adelete(("cs",), "k")
+    assert not store.database.started
