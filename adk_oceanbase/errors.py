@@ -18,6 +18,7 @@ from google.adk.errors import StaleSessionError
 
 __all__ = [
     "AdkOceanBaseError",
+    "CheckpointTooLargeError",
     "ConfigurationError",
     "ConnectionFailedError",
     "ContextBudgetError",
@@ -103,6 +104,10 @@ class InvalidValueError(ValidationError):
 
 class EventTooLargeError(ValidationError):
     """An event's JSON exceeds ``Config.max_event_bytes``, or its append (event and state delta, escaped) the server's ``max_allowed_packet``."""
+
+
+class CheckpointTooLargeError(ValidationError):
+    """A LangGraph checkpoint blob, write or Store value exceeds its saver's or store's ``max_value_bytes``."""
 
 
 class StateTooLargeError(InvalidStateError):

@@ -1,5 +1,5 @@
 -- Analyst views over adk-oceanbase's tables (OceanBase/seekdb and MySQL/MariaDB alike).
--- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0016); this
+-- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0017); this
 -- file is the readable copy and tests/test_sql_files.py checks a migrated database matches it.
 -- JSON payloads are LONGTEXT holding JSON: JSON_EXTRACT works on them directly.
 
@@ -126,3 +126,26 @@ SELECT app_name, tool_name, COUNT(*) AS calls, SUM(status = 'error') AS failures
        AVG(duration_ms) AS avg_duration_ms, MAX(duration_ms) AS max_duration_ms
 FROM v_tool_results
 GROUP BY app_name, tool_name;
+
+-- LangGraph threads (OceanBaseSaver): one row per thread and checkpoint namespace, with its user
+-- ('' when the thread is tied to none), how many checkpoints it holds, when, and their bytes.
+CREATE OR REPLACE VIEW v_lg_threads AS
+SELECT app_name, user_id, thread_id, checkpoint_ns, COUNT(*) AS checkpoints,
+       MIN(created_at) AS first_at, MAX(created_at) AS last_at,
+       SUM(LENGTH(checkpoint)) AS checkpoint_bytes
+FROM lg_checkpoints
+GROUP BY app_name, user_id, thread_id, checkpoint_ns;
+
+-- LangGraph checkpoints with the metadata analysts ask for: source (input | loop | update | fork), step, run.
+CREATE OR REPLACE VIEW v_lg_checkpoints AS
+SELECT app_name, user_id, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, run_id,
+       JSON_UNQUOTE(JSON_EXTRACT(metadata, '$.source')) AS source,
+       JSON_EXTRACT(metadata, '$.step') AS step, created_at, LENGTH(checkpoint) AS checkpoint_bytes
+FROM lg_checkpoints;
+
+-- LangGraph Store items (OceanBaseStore): namespace ("a.b.c"), key, lifetimes, how many fields are
+-- indexed for semantic search (as agent_memories rows), and the value's size.
+CREATE OR REPLACE VIEW v_lg_store_items AS
+SELECT app_name, user_id, namespace, item_key, created_at, updated_at, expires_at, ttl_minutes,
+       indexed_fields, LENGTH(value_json) AS value_bytes
+FROM lg_store_items;

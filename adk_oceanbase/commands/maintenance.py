@@ -64,6 +64,7 @@ async def stats(args: argparse.Namespace) -> int:
     flag("--app", action="append", help="only this app (repeatable; default: every app)"),
     flag("--session-ttl", help="delete sessions the server has not written for this long, e.g. 30d, 12h"),
     flag("--memory-ttl", help="delete memories neither stored nor served by a search for this long, e.g. 180d"),
+    flag("--thread-ttl", help="delete LangGraph threads with no checkpoint written for this long, e.g. 90d"),
     flag("--audit-ttl", help="delete audit_log rows older than this, e.g. 400d (default: keep them)"),
     flag("--dry-run", action="store_true", help="count what would be deleted; delete nothing"),
     flag("--audit", action="store_true", help="record each deleting batch in audit_log (retention_sweep)"),
@@ -72,9 +73,12 @@ async def stats(args: argparse.Namespace) -> int:
 async def gc(args: argparse.Namespace) -> int:
     from ..governance import Retention, RetentionPolicy, sweep
 
-    if args.session_ttl is None and args.memory_ttl is None and args.audit_ttl is None:
-        raise ValidationError("gc needs --session-ttl and/or --memory-ttl, or --audit-ttl")
-    policy = RetentionPolicy(Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl), audit_ttl=args.audit_ttl)
+    if args.session_ttl is None and args.memory_ttl is None and args.audit_ttl is None and args.thread_ttl is None:
+        raise ValidationError("gc needs --session-ttl and/or --memory-ttl, --thread-ttl, or --audit-ttl")
+    policy = RetentionPolicy(
+        Retention(session_ttl=args.session_ttl, memory_ttl=args.memory_ttl, thread_ttl=args.thread_ttl),
+        audit_ttl=args.audit_ttl,
+    )
     db = database(args)
     try:
         with spinner("sweeping expired sessions, memories and audit rows ..."):
@@ -95,6 +99,10 @@ async def gc(args: argparse.Namespace) -> int:
     parts.append(f"{counts.memories} memory(ies)")
     if args.audit_ttl is not None:
         parts.append(f"{counts.audit_rows} audit row(s)")
+    if args.thread_ttl is not None:
+        parts.append(f"{counts.lg_threads} LangGraph thread(s) ({counts.lg_checkpoints} checkpoint(s))")
+    if counts.lg_store_items:
+        parts.append(f"{counts.lg_store_items} expired Store item(s)")
     kept = f"; kept {counts.tombstones_kept} tombstone(s) whose source events are stored" if counts.tombstones_kept else ""
     print(f"{url}: {verb} " + ", ".join(parts) + kept)
     return 0

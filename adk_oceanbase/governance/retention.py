@@ -49,6 +49,7 @@ from ..audit import AuditEntry
 from ..engine import Database
 from ..errors import SchemaMissingError, ValidationError, typed_errors
 from ..validation import check_id
+from . import langgraph_sweep as lg
 from . import queries as q
 from ..gateway import connection, transaction
 
@@ -95,6 +96,10 @@ class Retention:
     memory_ttl: float | str | timedelta | None = None
     """Memories neither stored nor served by a search for this long are deleted (tombstones: see the module)."""
 
+    thread_ttl: float | str | timedelta | None = None
+    """LangGraph threads (``OceanBaseSaver``) with no checkpoint written for this long are deleted whole
+    (:mod:`.langgraph_sweep`; expired Store items go in every sweep)."""
+
     def __post_init__(self) -> None:
         _parse_fields(self, [f.name for f in fields(self)])
 
@@ -127,7 +132,10 @@ class RetentionPolicy:
         return self.apps.get(app, self.default)
 
 
-_COUNTED = ("sessions", "events", "state_rows", "debug_entries", "memories", "tombstones_kept", "audit_rows")
+_COUNTED = (
+    "sessions", "events", "state_rows", "debug_entries", "memories", "tombstones_kept", "audit_rows",
+    "lg_threads", "lg_checkpoints", "lg_store_items",
+)
 
 
 @dataclass
@@ -142,6 +150,11 @@ class SweepCounts:
     tombstones_kept: int = 0
     """Expired tombstones kept because an event they were derived from is still stored."""
     audit_rows: int = 0
+    lg_threads: int = 0
+    """LangGraph threads deleted by ``thread_ttl`` (with their checkpoints, blobs and writes)."""
+    lg_checkpoints: int = 0
+    lg_store_items: int = 0
+    """LangGraph Store items past their own TTL."""
     dry_run: bool = False
     tables: bool = True
     """False: the database has no adk-oceanbase tables, so there was nothing to sweep (none were created)."""
@@ -204,7 +217,8 @@ async def sweep(
     clock = await _clock(db, now)
     if wanted is None:
         async with connection(db) as conn:
-            targets = sorted({r[0] for r in (await conn.execute(q.select_apps())).all()})
+            targets = sorted({r[0] for r in (await conn.execute(q.select_apps())).all()}
+                             | {r[0] for r in (await conn.execute(lg.APPS)).all()})
     else:
         targets = wanted
     for app in targets:
@@ -217,10 +231,16 @@ async def sweep(
             deleted, kept = await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
             total.memories += deleted
             total.tombstones_kept += kept
+        if ttl.thread_ttl is not None:
+            cutoff = clock - timedelta(seconds=ttl.thread_ttl)
+            threads, checkpoints = await lg.sweep_threads(db, app, cutoff, session_batch, dry_run, audit)
+            total.lg_threads += threads
+            total.lg_checkpoints += checkpoints
+        total.lg_store_items += await lg.sweep_store(db, app, dry_run, audit)
     if policy.audit_ttl is not None:
         cutoff = clock - timedelta(seconds=policy.audit_ttl)
         total.audit_rows = await _sweep_audit(db, cutoff, wanted, audit_batch, dry_run, audit)
-    if total.sessions or total.memories or total.audit_rows:
+    if total.sessions or total.memories or total.audit_rows or total.lg_threads or total.lg_store_items:
         logger.info("retention %s: %s", "dry run" if dry_run else "sweep", total)
     return total
 

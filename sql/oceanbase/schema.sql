@@ -183,3 +183,82 @@ CREATE TABLE debug_archive (                              -- temp: state and too
   created_at DATETIME(6) NOT NULL,
   CONSTRAINT pk_debug_archive PRIMARY KEY (app_name, user_id, session_id, entry_seq)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE lg_checkpoints (                             -- LangGraph checkpoints (OceanBaseSaver): the checkpoint without its channel values
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  thread_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  checkpoint_ns VARCHAR(255) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  checkpoint_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  parent_checkpoint_id VARCHAR(64) COLLATE utf8mb4_bin,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',  -- the thread's user ('' = none): erasure
+  run_id VARCHAR(128) COLLATE utf8mb4_bin,                -- metadata's run_id: delete_for_runs
+  value_type VARCHAR(32) NOT NULL,
+  checkpoint LONGBLOB NOT NULL,
+  metadata LONGTEXT NOT NULL,                             -- JSON; list(filter=...) is JSON_CONTAINS
+  created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  CONSTRAINT pk_lg_checkpoints PRIMARY KEY (app_name, thread_id, checkpoint_ns, checkpoint_id),
+  INDEX ix_lg_checkpoints_user (app_name, user_id),
+  INDEX ix_lg_checkpoints_run (app_name, run_id),
+  INDEX ix_lg_checkpoints_created (app_name, created_at)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE lg_checkpoint_blobs (                        -- one channel value per (channel, version), as the Postgres saver stores them
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  thread_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  checkpoint_ns VARCHAR(255) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  channel VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  version VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  value_type VARCHAR(32) NOT NULL,                        -- "empty": no value at that version
+  payload LONGBLOB,
+  CONSTRAINT pk_lg_checkpoint_blobs PRIMARY KEY (app_name, thread_id, checkpoint_ns, channel, version),
+  INDEX ix_lg_blobs_user (app_name, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE lg_checkpoint_writes (                       -- pending writes of a checkpoint's tasks
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  thread_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  checkpoint_ns VARCHAR(255) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  checkpoint_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  task_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  idx INTEGER NOT NULL,                                   -- negative for special writes (errors, interrupts)
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  channel VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  task_path VARCHAR(255) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  value_type VARCHAR(32) NOT NULL,
+  payload LONGBLOB,
+  CONSTRAINT pk_lg_checkpoint_writes PRIMARY KEY (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx),
+  INDEX ix_lg_writes_user (app_name, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE lg_store_items (                             -- LangGraph Store items (OceanBaseStore)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  namespace VARCHAR(300) COLLATE utf8mb4_bin NOT NULL,    -- labels joined by "."
+  item_key VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',  -- the namespace's user ('' = none): erasure
+  value_json LONGTEXT NOT NULL,
+  created_at DATETIME(6) NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  expires_at DATETIME(6),                                 -- TTL; NULL never expires
+  ttl_minutes DOUBLE,
+  indexed_fields INTEGER NOT NULL DEFAULT 0,              -- agent_memories rows holding this item's indexed fields
+  stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  CONSTRAINT pk_lg_store_items PRIMARY KEY (app_name, namespace, item_key),
+  INDEX ix_lg_store_user (app_name, user_id),
+  INDEX ix_lg_store_expires (app_name, expires_at),
+  INDEX ix_lg_store_unindexed (app_name, indexed_fields, namespace)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE lg_store_fields (                            -- a Store item's indexed field -> the agent_memories row holding its text
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  namespace VARCHAR(300) COLLATE utf8mb4_bin NOT NULL,
+  item_key VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,
+  field_no INTEGER NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  path VARCHAR(255) COLLATE utf8mb4_bin NOT NULL,         -- the field's path in the value ("text", "tags[0]")
+  memory_user VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,  -- whose memory pool (agent_memories.user_id) holds it
+  memory_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  CONSTRAINT pk_lg_store_fields PRIMARY KEY (app_name, namespace, item_key, field_no),
+  INDEX ix_lg_fields_user (app_name, user_id),
+  INDEX ix_lg_fields_memory (app_name, memory_user, memory_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -1,0 +1,87 @@
+"""Sync calls into an async saver or store: each runs on the event loop that owns its connections.
+
+aiomysql connections belong to the loop that opened them, so every call of a
+saver (or store) runs on one loop, its *home*: the loop of its first async
+call, or, when a sync method comes first (``graph.invoke``), a private loop
+in a daemon thread.  A sync method called from a thread without a running
+loop waits for the home loop's answer; one called on the home loop itself
+would deadlock and raises instead, naming the async method to use (as
+LangGraph's ``AsyncPostgresSaver`` does).  An async call from another loop is
+handed to the home loop and awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Awaitable, Callable, TypeVar
+
+from ..errors import ConfigurationError
+
+__all__ = ["Home"]
+
+T = TypeVar("T")
+
+
+class Home:
+    """The loop a saver's or store's I/O runs on."""
+
+    def __init__(self) -> None:
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def _alive(self) -> bool:
+        return self.loop is not None and not self.loop.is_closed()
+
+    async def run(self, work: Callable[[], Awaitable[T]]) -> T:
+        """Runs ``work()`` on the home loop (adopting the current one if there is none yet) and returns its result."""
+        current = asyncio.get_running_loop()
+        with self._lock:
+            if not self._alive():
+                self.loop = current
+        if self.loop is current:
+            return await work()
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(_call(work), self.loop))  # type: ignore[arg-type]
+
+    def run_sync(self, work: Callable[[], Awaitable[T]], name: str) -> T:
+        """Runs ``work()`` on the home loop from synchronous code and waits for it."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        with self._lock:
+            if not self._alive() or not self.loop.is_running():  # type: ignore[union-attr]
+                self._start_private()
+        if running is self.loop:
+            raise ConfigurationError(
+                f"the synchronous {name}() was called on the event loop this object runs on, where it would "
+                f"deadlock: await a{name}() instead"
+            )
+        return asyncio.run_coroutine_threadsafe(_call(work), self.loop).result()  # type: ignore[arg-type]
+
+    def _start_private(self) -> None:
+        loop = asyncio.new_event_loop()
+        started = threading.Event()
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            loop.call_soon(started.set)
+            loop.run_forever()
+
+        self._thread = threading.Thread(target=serve, name="adk-oceanbase-langgraph", daemon=True)
+        self._thread.start()
+        started.wait()
+        self.loop = loop
+
+    def stop(self) -> None:
+        """Stops the private loop, if one was started (after the owner released its connections on it)."""
+        if self._thread is not None and self.loop is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self._thread.join(timeout=10)
+            self.loop.close()
+            self._thread, self.loop = None, None
+
+
+async def _call(work: Callable[[], Awaitable[Any]]) -> Any:
+    return await work()

@@ -1,0 +1,210 @@
+"""SQL of the LangGraph saver: named texts with ``%(name)s`` parameters for the driver, and builders for IN lists.
+
+Run on the driver connection (:mod:`adk_oceanbase.rawtx`), several to a
+round trip: a ``put`` is its blob inserts, the checkpoint upsert and the
+COMMIT in one packet; a ``get_tuple`` is the checkpoint and its writes in one,
+then the blobs it names in a second.  Pure: no I/O here.
+
+Every statement names ``app_name`` first, the leading column of every key.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = [
+    "COPY_BLOBS",
+    "COPY_CHECKPOINTS",
+    "COPY_WRITES",
+    "DELETE_THREAD",
+    "INSERT_BLOBS",
+    "INSERT_WRITES_IGNORE",
+    "UPSERT_CHECKPOINT",
+    "UPSERT_WRITES",
+    "delete_blobs_except",
+    "delete_checkpoints_except",
+    "delete_runs",
+    "select_blobs",
+    "select_checkpoints",
+    "select_latest_writes",
+    "select_writes",
+    "thread_namespaces",
+]
+
+_CP_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, value_type, checkpoint, metadata"
+
+# The first value written for a (channel, version) wins, as in the Postgres saver (ON CONFLICT DO
+# NOTHING): a version names one value, so a re-run of the same step writes nothing new.
+INSERT_BLOBS = """
+INSERT IGNORE INTO lg_checkpoint_blobs
+    (app_name, thread_id, checkpoint_ns, channel, version, user_id, value_type, payload)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(channel)s, %(version)s, %(user)s, %(type)s, %(payload)s)
+"""
+
+UPSERT_CHECKPOINT = """
+INSERT INTO lg_checkpoints
+    (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
+     value_type, checkpoint, metadata)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(parent)s, %(user)s, %(run)s, %(type)s, %(checkpoint)s, %(metadata)s)
+ON DUPLICATE KEY UPDATE value_type = VALUES(value_type), checkpoint = VALUES(checkpoint), metadata = VALUES(metadata)
+"""
+
+_WRITES = """
+    INTO lg_checkpoint_writes
+    (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(idx)s, %(user)s, %(channel)s, %(path)s, %(type)s, %(payload)s)
+"""
+# Special writes (errors, interrupts: negative idx) replace; regular ones keep the first, as
+# LangGraph's savers do, so a retried task does not duplicate or reorder what it wrote.
+UPSERT_WRITES = "INSERT" + _WRITES + (
+    "ON DUPLICATE KEY UPDATE channel = VALUES(channel), value_type = VALUES(value_type), payload = VALUES(payload)"
+)
+INSERT_WRITES_IGNORE = "INSERT IGNORE" + _WRITES
+
+DELETE_THREAD = [
+    "DELETE FROM lg_checkpoint_writes WHERE app_name = %(app)s AND thread_id = %(thread)s",
+    "DELETE FROM lg_checkpoint_blobs WHERE app_name = %(app)s AND thread_id = %(thread)s",
+    "DELETE FROM lg_checkpoints WHERE app_name = %(app)s AND thread_id = %(thread)s",
+]
+
+COPY_CHECKPOINTS = """
+INSERT IGNORE INTO lg_checkpoints
+    (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
+     value_type, checkpoint, metadata, created_at)
+SELECT app_name, %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
+       value_type, checkpoint, metadata, created_at
+FROM lg_checkpoints WHERE app_name = %(app)s AND thread_id = %(source)s
+"""
+COPY_BLOBS = """
+INSERT IGNORE INTO lg_checkpoint_blobs
+    (app_name, thread_id, checkpoint_ns, channel, version, user_id, value_type, payload)
+SELECT app_name, %(target)s, checkpoint_ns, channel, version, user_id, value_type, payload
+FROM lg_checkpoint_blobs WHERE app_name = %(app)s AND thread_id = %(source)s
+"""
+COPY_WRITES = """
+INSERT IGNORE INTO lg_checkpoint_writes
+    (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload)
+SELECT app_name, %(target)s, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload
+FROM lg_checkpoint_writes WHERE app_name = %(app)s AND thread_id = %(source)s
+"""
+
+
+def _names(prefix: str, values: Sequence[Any], params: dict[str, Any]) -> str:
+    """``%(p0)s, %(p1)s, ...`` for ``values``, which are added to ``params``."""
+    out = []
+    for i, value in enumerate(values):
+        params[f"{prefix}{i}"] = value
+        out.append(f"%({prefix}{i})s")
+    return ", ".join(out)
+
+
+def select_checkpoints(
+    app: str,
+    thread: str | None,
+    ns: str | None,
+    checkpoint_id: str | None,
+    filter_json: Sequence[tuple[str, str]],
+    before: str | None,
+    limit: int | None,
+) -> tuple[str, dict[str, Any]]:
+    """Checkpoints newest first; ``filter_json`` is ``(json path, json value)`` pairs, each a ``JSON_CONTAINS``.
+
+    ``JSON_CONTAINS`` is containment, like the Postgres saver's ``metadata @> filter``:
+    equal scalars match, a filter object or array matches when the stored one contains it.
+    """
+    params: dict[str, Any] = {"app": app}
+    where = ["app_name = %(app)s"]
+    if thread is not None:
+        where.append("thread_id = %(thread)s")
+        params["thread"] = thread
+    if ns is not None:
+        where.append("checkpoint_ns = %(ns)s")
+        params["ns"] = ns
+    if checkpoint_id is not None:
+        where.append("checkpoint_id = %(id)s")
+        params["id"] = checkpoint_id
+    for i, (path, value) in enumerate(filter_json):
+        where.append(f"JSON_CONTAINS(metadata, %(fv{i})s, %(fp{i})s)")
+        params[f"fv{i}"], params[f"fp{i}"] = value, path
+    if before is not None:
+        where.append("checkpoint_id < %(before)s")
+        params["before"] = before
+    sql = f"SELECT {_CP_COLUMNS} FROM lg_checkpoints WHERE {' AND '.join(where)} ORDER BY checkpoint_id DESC"
+    if limit is not None:
+        sql += " LIMIT %(limit)s"
+        params["limit"] = int(limit)
+    return sql, params
+
+
+def select_latest_writes(app: str, thread: str, ns: str) -> tuple[str, dict[str, Any]]:
+    """The writes of the thread's newest checkpoint in ``ns`` (for ``get_tuple`` without an id), same round trip."""
+    sql = (
+        "SELECT checkpoint_id, task_id, channel, value_type, payload, task_path, idx FROM lg_checkpoint_writes "
+        "WHERE app_name = %(app)s AND thread_id = %(thread)s AND checkpoint_ns = %(ns)s AND checkpoint_id = "
+        "(SELECT MAX(checkpoint_id) FROM lg_checkpoints WHERE app_name = %(app)s AND thread_id = %(thread)s "
+        "AND checkpoint_ns = %(ns)s)"
+    )
+    return sql, {"app": app, "thread": thread, "ns": ns}
+
+
+def select_writes(app: str, keys: Sequence[tuple[str, str, str]]) -> tuple[str, dict[str, Any]]:
+    """The pending writes of the checkpoints ``keys`` ``(thread, ns, checkpoint_id)``."""
+    params: dict[str, Any] = {"app": app}
+    rows = ", ".join(f"({_names(f'k{i}_', key, params)})" for i, key in enumerate(keys))
+    sql = (
+        "SELECT thread_id, checkpoint_ns, checkpoint_id, task_id, channel, value_type, payload, task_path, idx "
+        f"FROM lg_checkpoint_writes WHERE app_name = %(app)s AND (thread_id, checkpoint_ns, checkpoint_id) IN ({rows})"
+    )
+    return sql, params
+
+
+def select_blobs(app: str, keys: Sequence[tuple[str, str, str, str]]) -> tuple[str, dict[str, Any]]:
+    """The blobs ``keys`` ``(thread, ns, channel, version)``."""
+    params: dict[str, Any] = {"app": app}
+    rows = ", ".join(f"({_names(f'k{i}_', key, params)})" for i, key in enumerate(keys))
+    sql = (
+        "SELECT thread_id, checkpoint_ns, channel, version, value_type, payload FROM lg_checkpoint_blobs "
+        f"WHERE app_name = %(app)s AND (thread_id, checkpoint_ns, channel, version) IN ({rows})"
+    )
+    return sql, params
+
+
+def delete_runs(app: str, run_ids: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
+    """Deletes the checkpoints of ``run_ids`` and their writes (writes first, through the checkpoints' keys)."""
+    params: dict[str, Any] = {"app": app}
+    runs = _names("r", run_ids, params)
+    return [
+        "DELETE w FROM lg_checkpoint_writes w JOIN lg_checkpoints c ON c.app_name = w.app_name "
+        "AND c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id "
+        f"WHERE c.app_name = %(app)s AND c.run_id IN ({runs})",
+        f"DELETE FROM lg_checkpoints WHERE app_name = %(app)s AND run_id IN ({runs})",
+    ], params
+
+
+def delete_checkpoints_except(app: str, thread: str, ns: str, keep: str) -> tuple[list[str], dict[str, Any]]:
+    """Deletes the checkpoints of one thread namespace, and their writes, but ``keep``."""
+    params = {"app": app, "thread": thread, "ns": ns, "keep": keep}
+    scope = "app_name = %(app)s AND thread_id = %(thread)s AND checkpoint_ns = %(ns)s AND checkpoint_id <> %(keep)s"
+    return [f"DELETE FROM lg_checkpoint_writes WHERE {scope}", f"DELETE FROM lg_checkpoints WHERE {scope}"], params
+
+
+def delete_blobs_except(app: str, thread: str, ns: str, keep: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
+    """Deletes the blobs of one thread namespace but the ``(channel, version)`` pairs ``keep``."""
+    params: dict[str, Any] = {"app": app, "thread": thread, "ns": ns}
+    sql = "DELETE FROM lg_checkpoint_blobs WHERE app_name = %(app)s AND thread_id = %(thread)s AND checkpoint_ns = %(ns)s"
+    if keep:
+        rows = ", ".join(f"({_names(f'k{i}_', pair, params)})" for i, pair in enumerate(keep))
+        sql += f" AND (channel, version) NOT IN ({rows})"
+    return sql, params
+
+
+def thread_namespaces(app: str, threads: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """Each thread namespace's newest checkpoint: what ``prune(strategy="keep_latest")`` keeps."""
+    params: dict[str, Any] = {"app": app}
+    names = _names("t", threads, params)
+    sql = (
+        f"SELECT {_CP_COLUMNS} FROM lg_checkpoints c WHERE app_name = %(app)s AND thread_id IN ({names}) "
+        "AND checkpoint_id = (SELECT MAX(checkpoint_id) FROM lg_checkpoints m WHERE m.app_name = c.app_name "
+        "AND m.thread_id = c.thread_id AND m.checkpoint_ns = c.checkpoint_ns)"
+    )
+    return sql, params

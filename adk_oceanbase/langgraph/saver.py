@@ -1,0 +1,428 @@
+"""``OceanBaseSaver``: LangGraph's ``BaseCheckpointSaver`` on OceanBase, seekdb and MySQL/MariaDB.
+
+The design is the Postgres saver's: a checkpoint row without its channel
+values, one blob per (channel, version) written only for the channels a step
+changed (``new_versions``), pending writes keyed by task.  What this adds:
+the tables live in the ADK services' Alembic chain and can share their
+``Database`` (one seekdb process, one pool), rows carry the thread's user so
+``delete_user_data`` erases it, ``created_at`` is the database clock for
+retention, ids and sizes are checked before any I/O (typed errors), values
+pass the app's redaction policy, and writes are audited.
+
+Each write is one transaction sent in one packet (blob inserts, checkpoint
+upsert, audit row, COMMIT) on the driver connection; a ``get_tuple`` is two
+round trips (the checkpoint with its writes, then its blobs).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Iterator, Optional, Sequence
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from .._lifecycle import DatabaseService
+from ..audit import AuditEntry, AuditSettings, Auditor, audited, current_entry
+from ..config import Config
+from ..engine import Database
+from ..errors import InvalidValueError, is_rerunnable
+from ..gateway import retrying
+from ..rawtx import COMMIT
+from ..redaction import RedactionPolicy, redact_value
+from ..validation import check_id
+from . import codec
+from . import queries as q
+from .bridge import Home
+
+__all__ = ["OceanBaseSaver"]
+
+logger = logging.getLogger(__name__)
+
+_PAGE = 200
+"""Checkpoints whose blobs and writes ``list`` loads per round trip (an IN list of that many keys)."""
+_RECENT = 1024
+"""Threads whose newest checkpoint's channel versions are remembered (see ``_get_tuple``)."""
+
+
+def _audit(operation: str, arg: str | None = None, *, read: bool = False):
+    def describe(call: Any) -> AuditEntry:
+        a = call.arguments
+        conf = ((a.get("config") or {}).get("configurable") or {}) if arg == "config" else {}
+        thread = conf.get("thread_id") if arg == "config" else (a[arg] if arg is not None else None)
+        user = conf.get("user_id")
+        return AuditEntry(operation, a["self"].app_name, None if user is None else str(user),
+                          None if thread is None else str(thread))
+
+    if read:  # sampled by AuditSettings.read_sample, as the session service's reads are
+        return audited(describe, read=True, count=lambda result: len(result) if isinstance(result, list) else int(result is not None))
+    return audited(describe)
+
+
+class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
+    """LangGraph checkpointer on OceanBase/seekdb/MySQL, sharing the ADK services' database and schema.
+
+    Args:
+        url: ``seekdb:///dir``, ``oceanbase://...`` or ``mysql+aiomysql://...``;
+            default ``ADK_OCEANBASE_URL`` or the embedded home.
+        config / database / engine: as for the ADK services (``database=`` shares
+            one with ``OceanBaseSessionService(...).database``; not closed by us).
+        app_name: the first key column of every row (threads of two apps never
+            meet); audit rows and redaction modes are per app.
+        serde: LangGraph serializer (default ``JsonPlusSerializer``).
+        redaction: a :class:`~adk_oceanbase.redaction.RedactionPolicy`; when it
+            covers ``app_name``, channel values and pending writes are redacted
+            before they are serialized (metadata is not: ``list`` filters on it).
+        audit: :class:`~adk_oceanbase.audit.AuditSettings`: one ``audit_log`` row per
+            write (``lg_put``, ``lg_put_writes``, ``lg_delete_thread``, ...).
+        max_value_bytes: largest serialized checkpoint, channel value or write
+            (``CheckpointTooLargeError`` beyond it; 16 MiB).
+
+    A thread is tied to a user by ``configurable["user_id"]`` in the config of
+    its calls (LangGraph passes the run's whole ``configurable`` to the saver):
+    its rows carry it and ``delete_user_data(app_name, user_id)`` erases them.
+
+    Example:
+        >>> async with OceanBaseSaver.from_conn_string("seekdb:///tmp/lg") as saver:  # doctest: +SKIP
+        ...     graph = builder.compile(checkpointer=saver)
+        ...     await graph.ainvoke(inputs, {"configurable": {"thread_id": "t1", "user_id": "u1"}})
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        config: Config | None = None,
+        database: Database | None = None,
+        engine: AsyncEngine | None = None,
+        app_name: str = "langgraph",
+        serde: SerializerProtocol | None = None,
+        redaction: RedactionPolicy | None = None,
+        audit: AuditSettings | None = None,
+        max_value_bytes: int = 16 * 1024 * 1024,
+        auto_setup: bool = True,
+    ) -> None:
+        BaseCheckpointSaver.__init__(self, serde=serde)
+        self._bind_database(url, config, database, engine, auto_setup)
+        self.app_name = check_id("app_name", app_name)
+        self._redaction = redaction
+        self._auditor = Auditor(audit)
+        self.max_value_bytes = max_value_bytes
+        self._home = Home()
+        self._recent: OrderedDict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> "OceanBaseSaver":
+        """A saver on ``url`` (nothing connects until first use)."""
+        return cls(url, **kwargs)
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, url: str, **kwargs: Any) -> AsyncIterator["OceanBaseSaver"]:
+        """``async with OceanBaseSaver.from_conn_string(url) as saver``: closed on exit (LangGraph's savers' idiom)."""
+        saver = cls(url, **kwargs)
+        try:
+            yield saver
+        finally:
+            await saver.aclose()
+
+    async def aclose(self) -> None:
+        """Releases the engine and embedded seekdb if this saver created them."""
+        await self._home.run(self._release)
+
+    def close(self) -> None:
+        self._home.run_sync(self._release, "close")
+        self._home.stop()
+
+    async def __aenter__(self) -> "OceanBaseSaver":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> "OceanBaseSaver":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ helpers
+    def get_next_version(self, current: Optional[str], channel: None = None) -> str:  # type: ignore[override]
+        return codec.next_version(current)
+
+    async def _redacted(self, values: Any) -> Any:
+        redactor = self._redaction.redactor_for(self.app_name) if self._redaction is not None else None
+        return values if redactor is None or not values else await redact_value(redactor, values)
+
+    def _dump(self, what: str, value: Any) -> tuple[str, bytes]:
+        vtype, payload = self.serde.dumps_typed(value)
+        codec.check_size(what, payload, self.max_value_bytes)
+        return vtype, payload
+
+    def _loads(self, typed: tuple[str, Any]) -> Any:
+        return self.serde.loads_typed((typed[0], bytes(typed[1]) if typed[1] is not None else None))
+
+    async def _write(self, statements: list[tuple[Any, Any]]) -> None:
+        """One transaction in one round trip; re-run after a deadlock or a lost connection (every write is idempotent)."""
+        await self._engine()
+        if (entry := current_entry()) is not None:
+            statements = [*statements, (entry.insert(), None)]
+
+        async def once() -> None:
+            async with self._raw_tx() as tx:
+                await tx.batch([*statements, (COMMIT, None)])
+
+        await retrying(once, when=is_rerunnable, what="a checkpoint write")
+
+    # ------------------------------------------------------------------ writes
+    async def aput(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        return await self._home.run(lambda: self._put(config, checkpoint, metadata, new_versions))
+
+    @_audit("lg_put", "config")
+    async def _put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: Any, new_versions: Any) -> RunnableConfig:
+        thread, ns, parent = codec.key_of(config)
+        user = codec.user_of(config)
+        cid = codec.check_id_of(checkpoint)
+        stored = dict(checkpoint)
+        values = dict(stored.pop("channel_values", None) or {})
+        changed = {codec.check_channel(ch): values[ch] for ch in new_versions if ch in values}
+        changed = await self._redacted(changed)
+        vtype, payload = self._dump("the checkpoint", {**stored, "channel_values": {}})
+        md, run_id = codec.metadata_json(config, metadata)
+        blobs = []
+        for ch, version in new_versions.items():
+            btype, blob = self._dump(f"channel {ch!r}", changed[ch]) if ch in changed else (codec.EMPTY, None)
+            blobs.append({"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version),
+                          "user": user, "type": btype, "payload": blob})
+        row = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "parent": parent, "user": user,
+               "run": run_id, "type": vtype, "checkpoint": payload, "metadata": md}
+        await self._write([*([(q.INSERT_BLOBS, blobs)] if blobs else []), (q.UPSERT_CHECKPOINT, row)])
+        self._remember(thread, ns, cid, stored.get("channel_versions") or {})
+        return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
+
+    def _remember(self, thread: str, ns: str, cid: str, versions: dict[str, Any]) -> None:
+        self._recent[(thread, ns)] = (cid, tuple((ch, str(v)) for ch, v in versions.items()))
+        self._recent.move_to_end((thread, ns))
+        if len(self._recent) > _RECENT:
+            self._recent.popitem(last=False)
+
+    async def aput_writes(
+        self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
+    ) -> None:
+        await self._home.run(lambda: self._put_writes(config, writes, task_id, task_path))
+
+    @_audit("lg_put_writes", "config")
+    async def _put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str) -> None:
+        thread, ns, cid = codec.key_of(config)
+        if cid is None:
+            raise InvalidValueError("put_writes needs config['configurable']['checkpoint_id']")
+        task = check_id("task_id", task_id, max_len=64)
+        if len(task_path) > 255:
+            raise InvalidValueError(f"task_path is {len(task_path)} characters; the limit is 255")
+        user = codec.user_of(config)
+        values = await self._redacted([value for _, value in writes])
+        rows = []
+        for idx, ((channel, _), value) in enumerate(zip(writes, values)):
+            wtype, blob = self._dump(f"the write to {channel!r}", value)
+            rows.append({"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "task": task,
+                         "idx": codec.write_index(codec.check_channel(channel), idx), "user": user, "channel": channel,
+                         "path": task_path, "type": wtype, "payload": blob})
+        if rows:
+            special = all(r["idx"] < 0 for r in rows)
+            await self._write([(q.UPSERT_WRITES if special else q.INSERT_WRITES_IGNORE, rows)])
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self._home.run(lambda: self._delete_thread(thread_id))
+
+    @_audit("lg_delete_thread", "thread_id")
+    async def _delete_thread(self, thread_id: str) -> None:
+        params = {"app": self.app_name, "thread": codec.thread_of(thread_id)}
+        await self._write([(sql, params) for sql in q.DELETE_THREAD])
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self._home.run(lambda: self._delete_for_runs(run_ids))
+
+    @_audit("lg_delete_runs")
+    async def _delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        """Deletes the runs' checkpoints and their writes; blobs stay (a later checkpoint may name the same version)."""
+        runs = [check_id("run_id", r) for r in run_ids]
+        if runs:
+            statements, params = q.delete_runs(self.app_name, runs)
+            await self._write([(sql, params) for sql in statements])
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self._home.run(lambda: self._copy_thread(source_thread_id, target_thread_id))
+
+    @_audit("lg_copy_thread", "target_thread_id")
+    async def _copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        """Copies every checkpoint (the whole parent chain), blob and write of a thread, in one transaction."""
+        params = {"app": self.app_name, "source": codec.thread_of(source_thread_id),
+                  "target": codec.thread_of(target_thread_id)}
+        await self._write([(q.COPY_CHECKPOINTS, params), (q.COPY_BLOBS, params), (q.COPY_WRITES, params)])
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self._home.run(lambda: self._prune(thread_ids, strategy))
+
+    @_audit("lg_prune")
+    async def _prune(self, thread_ids: Sequence[str], strategy: str) -> None:
+        """``keep_latest``: each namespace's newest checkpoint, its writes and the blobs it names stay; ``delete``: all goes.
+
+        Not ``DeltaChannel``-aware (see LangGraph's ``prune`` note): a graph
+        using delta channels should not be pruned with ``keep_latest``.
+        """
+        if strategy not in ("keep_latest", "delete"):
+            raise InvalidValueError(f"strategy must be 'keep_latest' or 'delete', got {strategy!r}")
+        threads = [codec.thread_of(t) for t in thread_ids]
+        if not threads:
+            return
+        if strategy == "delete":
+            await self._write([(sql, {"app": self.app_name, "thread": t}) for t in threads for sql in q.DELETE_THREAD])
+            return
+        sql, params = q.thread_namespaces(self.app_name, threads)
+        ((_, latest),) = await self._read_batch([(sql, params)])
+        statements: list[tuple[Any, Any]] = []
+        for thread, ns, cid, _parent, vtype, payload, _md in latest:
+            versions = self._loads((vtype, payload)).get("channel_versions", {})
+            doomed, p = q.delete_checkpoints_except(self.app_name, thread, ns, cid)
+            statements += [(s, p) for s in doomed]
+            statements.append(q.delete_blobs_except(self.app_name, thread, ns, [(c, str(v)) for c, v in versions.items()]))
+        if statements:
+            await self._write(statements)
+
+    # ------------------------------------------------------------------ reads
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return await self._home.run(lambda: self._get_tuple(config))
+
+    @_audit("lg_get", "config", read=True)
+    async def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        thread, ns, cid = codec.key_of(config)
+        await self._engine()
+        select = q.select_checkpoints(self.app_name, thread, ns, cid, (), None, 1)
+        if cid is None:
+            writes = q.select_latest_writes(self.app_name, thread, ns)
+        else:
+            writes = q.select_writes(self.app_name, [(thread, ns, cid)])
+        # The blobs of the checkpoint this saver last wrote or read on the thread ride in the same
+        # round trip (versions name immutable blobs, so a wrong guess only costs the second trip
+        # _tuples makes for what is missing): a graph's get after its put is one round trip.
+        guess = self._recent.get((thread, ns))
+        batch = [select, writes]
+        if guess and guess[1] and (cid is None or cid == guess[0]):
+            batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in guess[1]]))
+        results = await self._read_batch(batch)
+        (_, rows), (_, write_rows) = results[0], results[1]
+        if not rows:
+            return None
+        writes_by = {(thread, ns, rows[0][2]): [r[1:] if cid is None else r[3:] for r in write_rows]}
+        tup = (await self._tuples(rows, writes_by, results[2][1] if len(results) > 2 else ()))[0]
+        self._remember(thread, ns, rows[0][2], tup.checkpoint.get("channel_versions") or {})
+        return tup
+
+    async def alist(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> AsyncIterator[CheckpointTuple]:
+        for tup in await self._home.run(lambda: self._list(config, filter, before, limit)):
+            yield tup
+
+    @_audit("lg_list", "config", read=True)
+    async def _list(self, config: Any, flt: Any, before: Any, limit: int | None) -> list[CheckpointTuple]:
+        thread = ns = cid = None
+        if config is not None:
+            conf = config.get("configurable") or {}
+            thread = codec.thread_of(conf["thread_id"]) if conf.get("thread_id") is not None else None
+            ns = conf.get("checkpoint_ns")
+            cid = conf.get("checkpoint_id")
+        before_id = codec.key_of({"configurable": {"thread_id": "-", **before["configurable"]}})[2] if before else None
+        if limit is not None and (not isinstance(limit, int) or limit < 0):
+            raise InvalidValueError(f"limit must be a non-negative integer, got {limit!r}")
+        await self._engine()
+        sql = q.select_checkpoints(self.app_name, thread, ns, cid, codec.filter_pairs(flt), before_id, limit)
+        ((_, rows),) = await self._read_batch([sql])
+        out: list[CheckpointTuple] = []
+        for start in range(0, len(rows), _PAGE):
+            page = rows[start : start + _PAGE]
+            keys = [(r[0], r[1], r[2]) for r in page]
+            ((_, write_rows),) = await self._read_batch([q.select_writes(self.app_name, keys)])
+            writes_by: dict[tuple[str, str, str], list[Any]] = {}
+            for r in write_rows:
+                writes_by.setdefault((r[0], r[1], r[2]), []).append(r[3:])
+            out += await self._tuples(page, writes_by)
+        return out
+
+    async def _tuples(
+        self, rows: Sequence[Any], writes_by: dict[tuple[str, str, str], list[Any]], prefetched: Sequence[Any] = ()
+    ) -> list[CheckpointTuple]:
+        """Checkpoint rows with their pending writes, their channel values loaded in one round trip (or none)."""
+        decoded = [(row, self._loads((row[4], row[5]))) for row in rows]
+        wanted = {(r[0], r[1], ch, str(v)) for r, cp in decoded for ch, v in cp.get("channel_versions", {}).items()}
+        blob_rows = list(prefetched)
+        missing = sorted(wanted - {tuple(b[:4]) for b in blob_rows})
+        if missing:
+            ((_, more),) = await self._read_batch([q.select_blobs(self.app_name, missing)])
+            blob_rows += more
+        blobs: dict[tuple[str, str, str, str], Any] = {}
+        if blob_rows:
+            for thread, ns, ch, version, vtype, payload in blob_rows:
+                if vtype != codec.EMPTY and payload is not None and (thread, ns, ch, version) in wanted:
+                    blobs[(thread, ns, ch, version)] = self._loads((vtype, payload))
+        out = []
+        for (thread, ns, cid, parent, _t, _p, md), cp in decoded:
+            values = {}
+            for ch, v in cp.get("channel_versions", {}).items():
+                if (thread, ns, ch, str(v)) in blobs:
+                    values[ch] = blobs[(thread, ns, ch, str(v))]
+            cp["channel_values"] = values
+            out.append(CheckpointTuple(
+                config=codec.config_for(thread, ns, cid),  # type: ignore[arg-type]
+                checkpoint=cp,
+                metadata=json.loads(md),
+                parent_config=codec.config_for(thread, ns, parent) if parent else None,  # type: ignore[arg-type]
+                pending_writes=codec.sorted_writes(writes_by.get((thread, ns, cid), []), self._loads),
+            ))
+        return out
+
+    # ------------------------------------------------------------------ sync
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self._home.run_sync(lambda: self._get_tuple(config), "get_tuple")
+
+    def list(
+        self,
+        config: RunnableConfig | None,
+        *,
+        filter: dict[str, Any] | None = None,
+        before: RunnableConfig | None = None,
+        limit: int | None = None,
+    ) -> Iterator[CheckpointTuple]:
+        yield from self._home.run_sync(lambda: self._list(config, filter, before, limit), "list")
+
+    def put(
+        self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, new_versions: ChannelVersions
+    ) -> RunnableConfig:
+        return self._home.run_sync(lambda: self._put(config, checkpoint, metadata, new_versions), "put")
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+        self._home.run_sync(lambda: self._put_writes(config, writes, task_id, task_path), "put_writes")
+
+    def delete_thread(self, thread_id: str) -> None:
+        self._home.run_sync(lambda: self._delete_thread(thread_id), "delete_thread")
+
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self._home.run_sync(lambda: self._delete_for_runs(run_ids), "delete_for_runs")
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self._home.run_sync(lambda: self._copy_thread(source_thread_id, target_thread_id), "copy_thread")
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self._home.run_sync(lambda: self._prune(thread_ids, strategy), "prune")

@@ -1,0 +1,136 @@
+"""SQL of the LangGraph Store: named texts with ``%(name)s`` parameters, and builders for prefixes and IN lists. Pure.
+
+A namespace is stored as its labels joined by ``"."`` (LangGraph forbids the
+period in a label), so "under prefix P" is ``namespace = P OR namespace LIKE
+'P.%'`` with ``%``/``_``/``\\`` escaped: one range scan of the primary key.
+Expired items (``expires_at`` passed, database clock) are never read.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+__all__ = [
+    "DELETE_FIELDS",
+    "DELETE_ITEM",
+    "INSERT_FIELDS",
+    "LIVE",
+    "REFRESH",
+    "SWEEP_FIELDS",
+    "SWEEP_ITEMS",
+    "UPSERT_ITEM",
+    "field_links",
+    "get_items",
+    "list_namespaces",
+    "search_items",
+    "under",
+    "unindexed_items",
+]
+
+LIVE = "(expires_at IS NULL OR expires_at > UTC_TIMESTAMP(6))"
+_ITEM = "namespace, item_key, value_json, created_at, updated_at, ttl_minutes"
+# ttl_minutes -> seconds on the database clock (a fractional SECOND interval keeps microseconds; MICROSECOND
+# overflowed seekdb's interval range past ~35 minutes: error 1690)
+_EXPIRES = "DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ROUND(%(ttl)s * 60, 6) SECOND)"
+
+UPSERT_ITEM = f"""
+INSERT INTO lg_store_items
+    (app_name, namespace, item_key, user_id, value_json, created_at, updated_at, expires_at, ttl_minutes, indexed_fields)
+VALUES (%(app)s, %(ns)s, %(key)s, %(user)s, %(value)s, %(now)s, %(now)s,
+        CASE WHEN %(ttl)s IS NULL THEN NULL ELSE {_EXPIRES} END, %(ttl)s, %(fields)s)
+ON DUPLICATE KEY UPDATE
+    created_at = IF({LIVE}, created_at, VALUES(created_at)),
+    user_id = VALUES(user_id), value_json = VALUES(value_json), updated_at = VALUES(updated_at),
+    expires_at = VALUES(expires_at), ttl_minutes = VALUES(ttl_minutes), indexed_fields = VALUES(indexed_fields),
+    stored_at = UTC_TIMESTAMP(6)
+"""
+DELETE_ITEM = "DELETE FROM lg_store_items WHERE app_name = %(app)s AND namespace = %(ns)s AND item_key = %(key)s"
+DELETE_FIELDS = "DELETE FROM lg_store_fields WHERE app_name = %(app)s AND namespace = %(ns)s AND item_key = %(key)s"
+INSERT_FIELDS = """
+INSERT INTO lg_store_fields (app_name, namespace, item_key, field_no, user_id, path, memory_user, memory_id)
+VALUES (%(app)s, %(ns)s, %(key)s, %(no)s, %(user)s, %(path)s, %(muser)s, %(mid)s)
+"""
+REFRESH = (
+    "UPDATE lg_store_items SET expires_at = "
+    "DATE_ADD(UTC_TIMESTAMP(6), INTERVAL ROUND(ttl_minutes * 60, 6) SECOND) "
+    "WHERE app_name = %(app)s AND namespace = %(ns)s AND item_key = %(key)s AND ttl_minutes IS NOT NULL AND " + LIVE
+)
+SWEEP_FIELDS = (
+    "DELETE f FROM lg_store_fields f JOIN lg_store_items i ON i.app_name = f.app_name AND i.namespace = f.namespace "
+    "AND i.item_key = f.item_key WHERE i.app_name = %(app)s AND i.expires_at <= UTC_TIMESTAMP(6)"
+)
+SWEEP_ITEMS = "DELETE FROM lg_store_items WHERE app_name = %(app)s AND expires_at <= UTC_TIMESTAMP(6)"
+
+
+def _like(prefix: str) -> str:
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + ".%"
+
+
+def under(prefix: str, params: dict[str, Any], column: str = "namespace") -> str:
+    """``column`` is ``prefix`` or below it (``''``: everything)."""
+    if not prefix:
+        return "1 = 1"
+    params["prefix"], params["prefix_like"] = prefix, _like(prefix)
+    return f"({column} = %(prefix)s OR {column} LIKE %(prefix_like)s)"
+
+
+def get_items(app: str, keys: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
+    """The live items ``(namespace, key)``."""
+    params: dict[str, Any] = {"app": app}
+    rows = []
+    for i, (ns, key) in enumerate(keys):
+        params[f"n{i}"], params[f"k{i}"] = ns, key
+        rows.append(f"(%(n{i})s, %(k{i})s)")
+    sql = f"SELECT {_ITEM} FROM lg_store_items WHERE app_name = %(app)s AND (namespace, item_key) IN ({', '.join(rows)}) AND {LIVE}"
+    return sql, params
+
+
+def search_items(
+    app: str, prefix: str, contains: Sequence[tuple[str, str]], limit: int | None, offset: int
+) -> tuple[str, dict[str, Any]]:
+    """Live items under ``prefix``, newest update first; ``contains`` are ``JSON_CONTAINS`` prefilters on the value."""
+    params: dict[str, Any] = {"app": app}
+    where = ["app_name = %(app)s", under(prefix, params), LIVE]
+    for i, (path, value) in enumerate(contains):
+        where.append(f"JSON_CONTAINS(value_json, %(fv{i})s, %(fp{i})s)")
+        params[f"fv{i}"], params[f"fp{i}"] = value, path
+    sql = f"SELECT {_ITEM} FROM lg_store_items WHERE {' AND '.join(where)} ORDER BY updated_at DESC, namespace, item_key"
+    if limit is not None:
+        sql += " LIMIT %(limit)s OFFSET %(offset)s"
+        params["limit"], params["offset"] = int(limit), int(offset)
+    return sql, params
+
+
+def field_links(app: str, muser: str, memory_ids: Sequence[str], prefix: str) -> tuple[str, dict[str, Any]]:
+    """The live items under ``prefix`` whose indexed fields are the memories ``memory_ids``, with which memory."""
+    params: dict[str, Any] = {"app": app, "muser": muser}
+    ids = []
+    for i, mid in enumerate(memory_ids):
+        params[f"m{i}"] = mid
+        ids.append(f"%(m{i})s")
+    sql = (
+        "SELECT f.memory_id, i.namespace, i.item_key, i.value_json, i.created_at, i.updated_at, i.ttl_minutes "
+        "FROM lg_store_fields f JOIN lg_store_items i ON i.app_name = f.app_name AND i.namespace = f.namespace "
+        "AND i.item_key = f.item_key "
+        f"WHERE f.app_name = %(app)s AND f.memory_user = %(muser)s AND f.memory_id IN ({', '.join(ids)}) "
+        f"AND {under(prefix, params, 'f.namespace')} AND (i.expires_at IS NULL OR i.expires_at > UTC_TIMESTAMP(6))"
+    )
+    return sql, params
+
+
+def unindexed_items(app: str, prefix: str, limit: int | None) -> tuple[str, dict[str, Any]]:
+    """Live items under ``prefix`` with no indexed field (a semantic search's unscored remainder), newest first."""
+    params: dict[str, Any] = {"app": app}
+    sql = (f"SELECT {_ITEM} FROM lg_store_items WHERE app_name = %(app)s AND indexed_fields = 0 "
+           f"AND {under(prefix, params)} AND {LIVE} ORDER BY updated_at DESC, namespace, item_key")
+    if limit is not None:
+        sql += " LIMIT %(limit)s"
+        params["limit"] = int(limit)
+    return sql, params
+
+
+def list_namespaces(app: str, prefix: str) -> tuple[str, dict[str, Any]]:
+    """Distinct namespaces of live items under ``prefix`` (conditions and depth are applied by the caller)."""
+    params: dict[str, Any] = {"app": app}
+    sql = f"SELECT DISTINCT namespace FROM lg_store_items WHERE app_name = %(app)s AND {under(prefix, params)} AND {LIVE}"
+    return sql, params

@@ -1,0 +1,29 @@
+"""LangGraph's checkpointer conformance suite (langgraph-checkpoint-conformance) on OceanBaseSaver, seekdb and MariaDB.
+
+Every base capability (put, put_writes, get_tuple, list, delete_thread) and
+every extended one the saver implements (delete_for_runs, copy_thread,
+prune) must be detected and pass.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("langgraph.checkpoint.conformance")
+
+from langgraph.checkpoint.conformance import checkpointer_test, validate  # noqa: E402
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # noqa: E402
+
+from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
+
+
+async def test_conformance_passes_every_capability(engine_db) -> None:
+    @checkpointer_test(name=f"OceanBaseSaver[{engine_db.dialect.name}]")
+    async def saver():
+        yield OceanBaseSaver(database=engine_db)
+
+    report = await validate(saver)
+    failures = {cap: r.failures for cap, r in report.results.items() if r.passed is not True}
+    assert failures == {}
+    assert {cap for cap, r in report.results.items() if r.detected} == {c.value for c in ALL_CAPABILITIES}
+    assert sum(r.tests_passed for r in report.results.values()) > 60

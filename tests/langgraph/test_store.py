@@ -1,0 +1,91 @@
+"""OceanBaseStore beyond the InMemoryStore contract: typed errors that write nothing, the sync API,
+a namespace's user and its erasure (items, field links, field memories); on seekdb and MariaDB."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("langgraph.store.base")
+
+from sqlalchemy import text  # noqa: E402
+
+from adk_oceanbase.errors import CheckpointTooLargeError, ConfigurationError, InvalidIdentifierError, InvalidValueError  # noqa: E402
+from adk_oceanbase.governance import delete_user_data  # noqa: E402
+from adk_oceanbase.langgraph import OceanBaseStore  # noqa: E402
+from adk_oceanbase.memory import HashEmbedder  # noqa: E402
+
+_HASH = HashEmbedder()
+INDEX = {"dims": 384, "embed": lambda texts: _HASH.embed(texts).tolist(), "fields": ["text"]}
+
+
+async def rows(db, sql: str):
+    async with db.engine.connect() as conn:
+        return [tuple(r) for r in (await conn.execute(text(sql))).all()]
+
+
+@pytest.mark.parametrize(
+    "key, value, kw, error",
+    [
+        ("", {"v": 1}, {}, InvalidValueError),
+        ("k" * 256, {"v": 1}, {}, InvalidValueError),
+        ("k", ["not", "a", "dict"], {}, InvalidValueError),
+        ("k", {"v": object()}, {}, InvalidValueError),
+        ("k", {"v": "x" * 3000}, {}, CheckpointTooLargeError),
+        ("k", {"v": 1}, {"ttl": -1}, InvalidValueError),
+    ],
+)
+async def test_bad_puts_are_typed_errors_and_write_nothing(engine_db, key, value, kw, error) -> None:
+    store = OceanBaseStore(database=engine_db, max_value_bytes=2000)
+    with pytest.raises(error):
+        await store.abatch([_put(("ns",), "fine", {"v": 0}), _put(("ns",), key, value, **kw)])
+    assert await rows(engine_db, "SELECT COUNT(*) FROM lg_store_items") == [(0,)]
+
+
+def _put(ns, key, value, **kw):
+    from langgraph.store.base import PutOp
+
+    return PutOp(ns, key, value, **kw)
+
+
+async def test_index_dims_must_match_the_database(engine_db) -> None:
+    with pytest.raises(ConfigurationError, match="384"):
+        OceanBaseStore(database=engine_db, index={"dims": 1536, "embed": INDEX["embed"]})
+
+
+async def test_sync_api_from_a_thread(engine_db) -> None:
+    store = OceanBaseStore(database=engine_db)
+    await store.aput(("s",), "a", {"v": 1})
+
+    def sync_side():
+        store.put(("s",), "b", {"v": 2})
+        return store.get(("s",), "a").value, sorted(i.key for i in store.search(("s",))), store.list_namespaces()
+
+    assert await asyncio.to_thread(sync_side) == ({"v": 1}, ["a", "b"], [("s",)])
+    with pytest.raises(ConfigurationError, match="abatch"):
+        store.get(("s",), "a")
+
+
+async def test_a_users_namespaces_are_erased_with_their_field_memories(engine_db) -> None:
+    store = OceanBaseStore(database=engine_db, app_name="lgs", index=INDEX, user_of=lambda ns: ns[1])
+    await store.aput(("memories", "carol"), "m1", {"text": "carol likes green tea"})
+    await store.aput(("memories", "dave"), "m1", {"text": "dave likes black coffee"})
+    assert [h.key for h in await store.asearch(("memories", "carol"), query="green tea")] == ["m1"]
+    assert await rows(engine_db, "SELECT user_id, COUNT(*) FROM agent_memories WHERE app_name = 'lgs' "
+                                 "GROUP BY user_id ORDER BY user_id") == [("carol", 1), ("dave", 1)]
+    counts = await delete_user_data(engine_db, "lgs", "carol")
+    assert counts["lg_store_items"] == 1 and counts["lg_store_fields"] == 1 and counts["agent_memories"] == 1
+    assert await store.aget(("memories", "carol"), "m1") is None
+    assert await store.asearch(("memories", "carol"), query="green tea") == []
+    assert (await store.aget(("memories", "dave"), "m1")).value == {"text": "dave likes black coffee"}
+    with pytest.raises(InvalidIdentifierError):
+        await store.aput(("memories", "eve "), "m1", {"text": "x"})
+
+
+async def test_from_conn_string_opens_and_closes(engine_migrated_url) -> None:
+    async with OceanBaseStore.from_conn_string(engine_migrated_url, app_name="lg-cs") as store:
+        await store.aput(("cs",), "k", {"v": 1})
+        assert (await store.aget(("cs",), "k")).value == {"v": 1}
+        await store.adelete(("cs",), "k")
+    assert not store.database.started
