@@ -373,3 +373,6 @@ ENGINE_INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
         "mysql": ("FULLTEXT INDEX ix_memories_search_ft (search_text)",),
     },
 }
+
+# The Agno database's tables (revision 0017) live in their own module on the same metadata.
+from . import schema_agno  # noqa: E402,F401  (registers its tables; imports ID_LEN and metadata from here)

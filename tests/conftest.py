@@ -34,7 +34,8 @@ from adk_oceanbase import upgrade
 
 OUR_TABLES = (
     "session_events", "session_state", "agent_sessions", "agent_memories", "memory_terms", "memory_opt_out", "debug_archive",
-    "audit_log", "memory_user_gen",
+    "audit_log", "memory_user_gen", "agno_ob_sessions", "agno_ob_runs", "agno_ob_metrics", "agno_ob_eval_runs",
+    "agno_ob_knowledge", "agno_ob_traces", "agno_ob_spans", "agno_ob_learnings", "agno_ob_schema_versions",
 )
 
 

@@ -1,0 +1,399 @@
+"""Agno sessions (agent, team, workflow) and their runs, with the semantics of Agno's own SQL databases.
+
+As in Agno 3.1, a session row carries no runs: the Agent writes each run
+with ``upsert_run`` (one row in ``agno_ob_runs``, keyed by run id, ordered
+by ``run_index``), and ``get_session`` attaches them.  A session's owner
+never changes through ``upsert_session``: an upsert by another user
+returns ``None`` and writes nothing (Agno's ownership rule), decided under
+the session row's lock.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from agno.db.base import SessionType
+from agno.db.utils import (
+    HISTORY_SKIP_STATUSES,
+    build_single_run_row,
+    canonical_run_status,
+    deserialize_run,
+    deserialize_session,
+    deserialize_sessions,
+    validate_pagination,
+)
+from agno.run.base import RunStatus
+from agno.session import AgentSession, TeamSession, WorkflowSession
+from sqlalchemy import delete, func, or_, select, text, update
+from sqlalchemy.dialects.mysql import insert as upsert
+
+from ..errors import InvalidValueError
+from ..schema_agno import agno_runs as R
+from ..schema_agno import agno_sessions as S
+from .core import AgnoCore, json_fields, loads, now_s, ordered, page_of, paged
+
+__all__ = ["SessionsMixin"]
+
+_SERVER_NOW = text("CURRENT_TIMESTAMP(6)")
+_SESSION_JSON = ("session_data", "agent_data", "team_data", "workflow_data", "metadata", "summary")
+_TYPES = {AgentSession: ("agent", "agent_id", "agent_data"), TeamSession: ("team", "team_id", "team_data"),
+          WorkflowSession: ("workflow", "workflow_id", "workflow_data")}
+_COLUMNS = [c for c in S.c if c.name not in ("app_name", "touched_at")]
+
+
+def _type_value(session_type: Any) -> str | None:
+    return None if session_type is None else getattr(session_type, "value", session_type)
+
+
+def _session_dict(row: Any) -> dict[str, Any]:
+    return json_fields(row._mapping, _SESSION_JSON)
+
+
+def _run_json(run: Any) -> dict[str, Any]:
+    return run if isinstance(run, dict) else run.to_dict()
+
+
+class SessionsMixin(AgnoCore):
+    """``upsert_session`` / ``get_session`` / ``get_sessions`` / ``rename_session`` / ``delete_session(s)`` and the runs."""
+
+    # ------------------------------------------------------------------ writing sessions
+    async def _session_values(self, session: Any) -> dict[str, Any]:
+        """The row of one session (checked, redacted, JSON-encoded), before any I/O."""
+        kind = _TYPES.get(type(session)) or next((v for k, v in _TYPES.items() if isinstance(session, k)), None)
+        if kind is None:
+            raise InvalidValueError(f"not an Agno session: {type(session).__name__}")
+        stype, id_col, data_col = kind
+        d = session.to_dict(include_runs=False)
+        payload = await self._redact([d.get(n) for n in ("session_data", data_col, "metadata", "summary")])
+        values = {
+            "session_id": self._id("session_id", d.get("session_id")),
+            "session_type": stype,
+            "user_id": self._opt_id("user_id", d.get("user_id")),
+            id_col: self._opt_id(id_col, d.get(id_col)),
+            "created_at": int(d.get("created_at") or now_s()),
+        }
+        for name, value in zip(("session_data", data_col, "metadata", "summary"), payload):
+            values[name] = self._json(f"session {name}", value)
+        return values
+
+    async def _upsert_one(self, conn: Any, values: dict[str, Any], updated_at: int) -> dict[str, Any] | None:
+        """Inserts or updates one session under its row lock; ``None`` when it belongs to another user."""
+        found = (await conn.execute(
+            select(S.c.user_id, S.c.created_at, S.c.session_type)
+            .where(S.c.app_name == self.app_name, S.c.session_id == values["session_id"]).with_for_update()
+        )).first()
+        if found is not None and found.user_id is not None and found.user_id != values["user_id"]:
+            return None
+        if found is None:
+            await conn.execute(upsert(S).values(app_name=self.app_name, updated_at=values["created_at"], **values))
+            row = {**values, "updated_at": values["created_at"]}
+        else:
+            changes = {k: v for k, v in values.items() if k not in ("session_id", "session_type", "created_at")}
+            await conn.execute(
+                update(S).where(S.c.app_name == self.app_name, S.c.session_id == values["session_id"])
+                .values(updated_at=updated_at, touched_at=_SERVER_NOW, **changes)
+            )
+            row = {**values, "created_at": found.created_at, "session_type": found.session_type, "updated_at": updated_at}
+        out = {c.name: row.get(c.name) for c in _COLUMNS}
+        for n in _SESSION_JSON:
+            out[n] = loads(out[n])
+        return out
+
+    async def upsert_session(self, session: Any, deserialize: bool | None = True) -> Any:
+        """Inserts or updates a session (not its runs); ``None`` when the session belongs to another user."""
+        values = await self._session_values(session)
+        entry = self._entry("agno_session_upsert", values["user_id"], values["session_id"])
+
+        async def work(conn: Any) -> tuple[Any, int]:
+            row = await self._upsert_one(conn, values, now_s())
+            return row, 0 if row is None else 1
+
+        row = await self._write(entry, work)
+        if row is None:
+            return None
+        row["runs"] = [_run_json(r) for r in session.runs or []]
+        return deserialize_session(None, row) if deserialize else row
+
+    async def upsert_sessions(
+        self, sessions: Sequence[Any], deserialize: bool | None = True, preserve_updated_at: bool = False
+    ) -> list[Any]:
+        """Upserts many sessions in one transaction; those owned by another user are left out of the result."""
+        prepared = [(s, await self._session_values(s)) for s in sessions]
+        entry = self._entry("agno_session_upsert")
+
+        async def work(conn: Any) -> tuple[list[Any], int]:
+            out = []
+            for s, values in prepared:
+                stamp = int(s.updated_at) if preserve_updated_at and getattr(s, "updated_at", None) else now_s()
+                row = await self._upsert_one(conn, values, stamp)
+                if row is not None:
+                    row["runs"] = [_run_json(r) for r in s.runs or []]
+                    out.append(row)
+            return out, len(out)
+
+        rows = await self._write(entry, work)
+        return [deserialize_session(None, r) for r in rows] if deserialize else rows
+
+    # ------------------------------------------------------------------ reading sessions
+    def _runs_of(self, session_ids: list[str]) -> Any:
+        return (select(R.c.session_id, R.c.run_data).where(R.c.app_name == self.app_name, R.c.session_id.in_(session_ids))
+                .order_by(R.c.session_id, R.c.run_index, R.c.created_at, R.c.run_id))
+
+    def _last_runs(self, session_id: str, limit: int) -> Any:
+        """The newest ``limit`` runs that count as history (top-level, not skipped), as Agno's ``runs_limit`` asks."""
+        return (
+            select(R.c.run_data).where(
+                R.c.app_name == self.app_name, R.c.session_id == session_id, R.c.parent_run_id.is_(None),
+                or_(R.c.status.is_(None), R.c.status.notin_(HISTORY_SKIP_STATUSES)),
+            ).order_by(R.c.run_index.desc(), R.c.created_at.desc(), R.c.run_id.desc()).limit(limit)
+        )
+
+    async def get_session(
+        self,
+        session_id: str,
+        session_type: SessionType | None = None,
+        user_id: str | None = None,
+        deserialize: bool | None = True,
+        runs_limit: int | None = None,
+    ) -> Any:
+        """The session with its runs (the newest ``runs_limit`` history runs when given); ``None`` when missing."""
+        sid, uid = self._id("session_id", session_id), self._opt_id("user_id", user_id)
+        stmt = select(*_COLUMNS).where(S.c.app_name == self.app_name, S.c.session_id == sid)
+        if uid is not None:
+            stmt = stmt.where(S.c.user_id == uid)
+
+        async def read(conn: Any) -> dict[str, Any] | None:
+            row = (await conn.execute(stmt)).first()
+            if row is None:
+                return None
+            session = _session_dict(row)
+            if runs_limit is not None:
+                runs = [loads(r[0]) for r in (await conn.execute(self._last_runs(sid, runs_limit))).all()]
+                session["runs"] = runs[::-1]
+            else:
+                session["runs"] = [loads(r.run_data) for r in (await conn.execute(self._runs_of([sid]))).all()]
+            return session
+
+        session = await self._read(read)
+        if session is None or not deserialize:
+            return session
+        return deserialize_session(session_type, session)
+
+    async def get_sessions(
+        self,
+        session_type: SessionType | None = None,
+        user_id: str | None = None,
+        component_id: str | None = None,
+        session_name: str | None = None,
+        start_timestamp: int | None = None,
+        end_timestamp: int | None = None,
+        limit: int | None = None,
+        page: int | None = None,
+        sort_by: str | None = None,
+        sort_order: str | None = None,
+        deserialize: bool | None = True,
+        include_runs: bool = True,
+    ) -> Any:
+        """Sessions matching every given filter, paged; ``(dicts, total)`` when ``deserialize=False``."""
+        validate_pagination(limit, page)
+        stype = _type_value(session_type)
+        stmt = select(*_COLUMNS).where(S.c.app_name == self.app_name)
+        if user_id is not None:
+            stmt = stmt.where(S.c.user_id == self._id("user_id", user_id))
+        if component_id is not None:
+            cols = {"agent": S.c.agent_id, "team": S.c.team_id, "workflow": S.c.workflow_id}
+            wanted = [cols[stype]] if stype in cols else list(cols.values())
+            stmt = stmt.where(or_(*[c == component_id for c in wanted]))
+        if start_timestamp is not None:
+            stmt = stmt.where(S.c.created_at >= start_timestamp)
+        if end_timestamp is not None:
+            stmt = stmt.where(S.c.created_at <= end_timestamp)
+        if session_name is not None:
+            name = func.coalesce(func.json_unquote(func.json_extract(S.c.session_data, "$.session_name")), "")
+            stmt = stmt.where(func.lower(name).contains(session_name.lower(), autoescape=True))
+        if stype is not None:
+            stmt = stmt.where(S.c.session_type == stype)
+        listing = paged(ordered(stmt, S, sort_by, sort_order), limit, page)
+
+        async def read(conn: Any) -> tuple[list[dict[str, Any]], int]:
+            rows = [_session_dict(r) for r in (await conn.execute(listing)).all()]
+            if not rows:
+                return [], 0
+            total = int((await conn.execute(page_of(stmt))).scalar() or 0) if not deserialize else len(rows)
+            if include_runs:
+                runs: dict[str, list[Any]] = {}
+                for r in (await conn.execute(self._runs_of([s["session_id"] for s in rows]))).all():
+                    runs.setdefault(r.session_id, []).append(loads(r.run_data))
+                for s in rows:
+                    s["runs"] = runs.get(s["session_id"], [])
+            return rows, total
+
+        rows, total = await self._read(read)
+        return deserialize_sessions(session_type, rows) if deserialize else (rows, total)
+
+    async def rename_session(
+        self,
+        session_id: str,
+        session_type: SessionType | None,
+        session_name: str,
+        user_id: str | None = None,
+        deserialize: bool | None = True,
+    ) -> Any:
+        """Sets ``session_data["session_name"]``; returns the renamed session, ``None`` when missing."""
+        sid, uid, stype = self._id("session_id", session_id), self._opt_id("user_id", user_id), _type_value(session_type)
+        if not isinstance(session_name, str):
+            raise InvalidValueError(f"session_name must be a string, got {type(session_name).__name__}")
+        (name,) = await self._redact([session_name])
+        where = [S.c.app_name == self.app_name, S.c.session_id == sid]
+        if stype is not None:
+            where.append(S.c.session_type == stype)
+        if uid is not None:
+            where.append(S.c.user_id == uid)
+        entry = self._entry("agno_session_rename", uid, sid)
+
+        async def work(conn: Any) -> tuple[bool, int]:
+            row = (await conn.execute(select(S.c.session_data).where(*where).with_for_update())).first()
+            if row is None:
+                return False, 0
+            data = loads(row.session_data) or {}
+            data["session_name"] = name
+            await conn.execute(update(S).where(*where).values(
+                session_data=self._json("session session_data", data), touched_at=_SERVER_NOW))
+            return True, 1
+
+        if not await self._write(entry, work):
+            return None
+        return await self.get_session(sid, session_type, uid, deserialize)
+
+    # ------------------------------------------------------------------ deleting sessions
+    async def delete_session(self, session_id: str, user_id: str | None = None) -> bool:
+        """Deletes the session and its runs in one transaction; whether it existed (for ``user_id``, when given)."""
+        return bool(await self._delete_sessions([self._id("session_id", session_id)], self._opt_id("user_id", user_id)))
+
+    async def delete_sessions(self, session_ids: list[str], user_id: str | None = None) -> None:
+        """Deletes these sessions (those of ``user_id`` when given) and their runs."""
+        await self._delete_sessions(self._ids("session_id", session_ids), self._opt_id("user_id", user_id))
+
+    async def _delete_sessions(self, sids: list[str], uid: str | None) -> int:
+        if not sids:
+            return 0
+        where = [S.c.app_name == self.app_name, S.c.session_id.in_(sids)]
+        if uid is not None:
+            where.append(S.c.user_id == uid)
+        entry = self._entry("agno_session_delete", uid, sids[0] if len(sids) == 1 else None)
+
+        async def work(conn: Any) -> tuple[int, int]:
+            # Runs go with the sessions actually deleted (another user's session keeps its runs).
+            owned = [r[0] for r in (await conn.execute(select(S.c.session_id).where(*where).with_for_update())).all()]
+            if not owned:
+                return 0, 0
+            gone = (await conn.execute(delete(S).where(S.c.app_name == self.app_name, S.c.session_id.in_(owned)))).rowcount
+            runs = (await conn.execute(delete(R).where(R.c.app_name == self.app_name, R.c.session_id.in_(owned)))).rowcount
+            return int(gone or 0), int(gone or 0) + int(runs or 0)
+
+        return await self._write(entry, work)
+
+    # ------------------------------------------------------------------ runs
+    async def upsert_run(self, run: Any, session_id: str, user_id: str | None = None, run_index: int | None = None) -> None:
+        """Writes one run; an update keeps the run's ``run_index``, a new run without one goes last in its session."""
+        sid, uid = self._id("session_id", session_id), self._opt_id("user_id", user_id)
+        row = build_single_run_row(run=run, session_id=sid, user_id=uid, run_index=run_index)
+        row["run_id"] = self._id("run_id", row["run_id"])
+        for col in ("agent_id", "team_id", "workflow_id", "parent_run_id"):
+            row[col] = self._opt_id(col, row[col])
+        row["status"] = canonical_run_status(row["status"]) if row["status"] is not None else None
+        (data,) = await self._redact([row["run_data"]])
+        row["run_data"] = self._json("run", data)
+        entry = self._entry("agno_run_upsert", uid, sid)
+
+        async def work(conn: Any) -> tuple[None, int]:
+            values = dict(row)
+            if values["user_id"] is None or values["run_index"] is None:
+                # The session row's lock orders concurrent appends to one session (Agno's MySQLDb takes GET_LOCK).
+                owner = (await conn.execute(select(S.c.user_id).where(
+                    S.c.app_name == self.app_name, S.c.session_id == sid).with_for_update())).first()
+                if values["user_id"] is None and owner is not None:
+                    values["user_id"] = owner.user_id  # erasure finds the run by its session's user
+                if values["run_index"] is None:
+                    top = (await conn.execute(select(func.max(R.c.run_index)).where(
+                        R.c.app_name == self.app_name, R.c.session_id == sid))).scalar()
+                    values["run_index"] = 0 if top is None else top + 1
+            stmt = upsert(R).values(app_name=self.app_name, **values)
+            stmt = stmt.on_duplicate_key_update(
+                status=stmt.inserted.status, run_data=stmt.inserted.run_data, user_id=stmt.inserted.user_id,
+                parent_run_id=stmt.inserted.parent_run_id, updated_at=stmt.inserted.updated_at,
+                run_index=func.coalesce(R.c.run_index, stmt.inserted.run_index),
+            )
+            await conn.execute(stmt)
+            return None, 1
+
+        await self._write(entry, work)
+
+    async def get_run(self, run_id: str, deserialize: bool | None = True) -> Any:
+        rid = self._id("run_id", run_id)
+        stmt = select(*[c for c in R.c if c.name != "app_name"]).where(R.c.app_name == self.app_name, R.c.run_id == rid)
+        row = await self._read(lambda conn: _first(conn, stmt))
+        if row is None:
+            return None
+        record = json_fields(row._mapping, ("run_data",))
+        return deserialize_run(record.get("run_type"), record["run_data"]) if deserialize else record
+
+    async def get_runs(
+        self,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        agent_id: str | None = None,
+        team_id: str | None = None,
+        workflow_id: str | None = None,
+        status: RunStatus | None = None,
+        limit: int | None = None,
+        page: int | None = None,
+        sort_by: str | None = None,
+        sort_order: str | None = None,
+        deserialize: bool | None = True,
+    ) -> Any:
+        validate_pagination(limit, page)
+        stmt = select(*[c for c in R.c if c.name != "app_name"]).where(R.c.app_name == self.app_name)
+        for col, value in (("session_id", session_id), ("user_id", user_id), ("agent_id", agent_id),
+                           ("team_id", team_id), ("workflow_id", workflow_id)):
+            if value is not None:
+                stmt = stmt.where(R.c[col] == value)
+        if status is not None:
+            stmt = stmt.where(R.c.status == canonical_run_status(status))
+        if sort_by is not None:
+            listing = ordered(stmt, R, sort_by, sort_order)
+        else:
+            listing = stmt.order_by(R.c.run_index, R.c.created_at)
+        listing = paged(listing, limit, page)
+
+        async def read(conn: Any) -> tuple[list[Any], int]:
+            rows = [json_fields(r._mapping, ("run_data",)) for r in (await conn.execute(listing)).all()]
+            total = len(rows) if deserialize else int((await conn.execute(page_of(stmt))).scalar() or 0)
+            return rows, total
+
+        rows, total = await self._read(read)
+        if deserialize:
+            return [deserialize_run(r.get("run_type"), r["run_data"]) for r in rows]
+        return rows, total
+
+    async def delete_run(self, run_id: str) -> bool:
+        return bool(await self._delete_runs([self._id("run_id", run_id)]))
+
+    async def delete_runs(self, run_ids: list[str]) -> None:
+        await self._delete_runs(self._ids("run_id", run_ids))
+
+    async def _delete_runs(self, rids: list[str]) -> int:
+        if not rids:
+            return 0
+        entry = self._entry("agno_run_delete")
+
+        async def work(conn: Any) -> tuple[int, int]:
+            n = int((await conn.execute(delete(R).where(R.c.app_name == self.app_name, R.c.run_id.in_(rids)))).rowcount or 0)
+            return n, n
+
+        return await self._write(entry, work)
+
+
+async def _first(conn: Any, stmt: Any) -> Any:
+    return (await conn.execute(stmt)).first()
+
