@@ -135,7 +135,7 @@ class RecordsMixin(AgnoCore):
             if any(of_day.values()):
                 records.extend(calculate_date_metrics(day, of_day))
         if not records:
-            return None
+            return []  # days to look at, none with sessions (Agno's databases answer the same)
         return await self._store_metrics(records)
 
     async def _sessions_for_metrics(self, lo: int, hi: int) -> list[dict[str, Any]]:
