@@ -55,6 +55,7 @@ class TracesMixin(AgnoCore):
                 TR.c.app_name == self.app_name, TR.c.trace_id == d["trace_id"]).with_for_update())).first()
             if old is None:
                 await conn.execute(insert(TR).values(app_name=self.app_name, **d))
+                await self._stamp_spans(conn, d["trace_id"], d["user_id"])
                 return None, 1
             o = old._mapping
             start = min(o["start_time"], d["start_time"], key=_when)
@@ -69,9 +70,17 @@ class TracesMixin(AgnoCore):
                    for c in ("run_id", "session_id", "user_id", "agent_id", "team_id", "workflow_id")},
             }
             await conn.execute(update(TR).where(TR.c.app_name == self.app_name, TR.c.trace_id == d["trace_id"]).values(**values))
+            if o["user_id"] is None:
+                await self._stamp_spans(conn, d["trace_id"], values["user_id"])
             return None, 1
 
         await self._write(entry, work)
+
+    async def _stamp_spans(self, conn: Any, trace_id: str, user_id: str | None) -> None:
+        """Spans written before their trace learn its user now, so erasure by user finds them."""
+        if user_id is not None:
+            await conn.execute(update(SP).where(SP.c.app_name == self.app_name, SP.c.trace_id == trace_id,
+                                                SP.c.user_id.is_(None)).values(user_id=user_id))
 
     def _traces(self) -> Any:
         errors = func.coalesce(func.sum(case((SP.c.status_code == "ERROR", 1), else_=0)), 0)
