@@ -42,11 +42,12 @@ def _cols(table: Any) -> list[Any]:
 
 
 async def _first(conn: Any, stmt: Any) -> Any:
-    return (await conn.execute(stmt)).first()
+    """The first row as a mapping (column name -> value), or ``None``."""
+    return (await conn.execute(stmt)).mappings().first()
 
 
 async def _all(conn: Any, stmt: Any) -> list[Any]:
-    return list((await conn.execute(stmt)).all())
+    return list((await conn.execute(stmt)).mappings().all())
 
 
 class RecordsMixin(AgnoCore):
@@ -65,7 +66,7 @@ class RecordsMixin(AgnoCore):
     async def get_latest_schema_version(self, table_name: str) -> str:
         stmt = select(V.c.version).where(V.c.app_name == self.app_name, V.c.table_name == table_name)
         row = await self._read(lambda conn: _first(conn, stmt))
-        return (row.version if row is not None else None) or _DEFAULT_VERSION
+        return (row["version"] if row is not None else None) or _DEFAULT_VERSION
 
     async def upsert_schema_version(self, table_name: str, version: str) -> None:
         stamp = datetime.now(timezone.utc).isoformat()
@@ -92,13 +93,13 @@ class RecordsMixin(AgnoCore):
             stmt, latest = stmt.where(MT.c.user_id == user_id), latest.where(MT.c.user_id == user_id)
 
         async def read(conn: Any) -> tuple[list[Any], Any]:
-            rows = (await conn.execute(stmt.order_by(MT.c.date, MT.c.user_id))).all()
+            rows = (await conn.execute(stmt.order_by(MT.c.date, MT.c.user_id))).mappings().all()
             return rows, (await conn.execute(latest)).scalar() if rows else None
 
         rows, last = await self._read(read)
         out = []
         for r in rows:
-            d = json_fields(r._mapping, _METRIC_JSON)
+            d = json_fields(r, _METRIC_JSON)
             d["completed"] = bool(d["completed"])
             d["user_id"] = d["user_id"] or None  # '' is the bucket of sessions without a user
             out.append(d)
@@ -143,7 +144,7 @@ class RecordsMixin(AgnoCore):
             S.c.app_name == self.app_name, S.c.created_at >= lo, S.c.created_at < hi)
 
         async def read(conn: Any) -> list[dict[str, Any]]:
-            sessions = [json_fields(r._mapping, ("session_data",)) for r in (await conn.execute(stmt)).all()]
+            sessions = [json_fields(r, ("session_data",)) for r in (await conn.execute(stmt)).mappings().all()]
             if not sessions:
                 return []
             runs: dict[str, list[Any]] = {}
@@ -172,8 +173,8 @@ class RecordsMixin(AgnoCore):
                 await conn.execute(stmt.on_duplicate_key_update(**{k: v for k, v in values.items() if k not in keep}))
                 row = (await conn.execute(select(*_cols(MT)).where(
                     MT.c.app_name == self.app_name, MT.c.date == rec["date"],
-                    MT.c.aggregation_period == rec["aggregation_period"], MT.c.user_id == rec["user_id"]))).first()
-                out.append(json_fields(row._mapping, _METRIC_JSON))
+                    MT.c.aggregation_period == rec["aggregation_period"], MT.c.user_id == rec["user_id"]))).mappings().first()
+                out.append(json_fields(row, _METRIC_JSON))
             return out, len(out)
 
         return await self._write(self._entry("agno_metrics_write"), work)
@@ -210,7 +211,7 @@ class RecordsMixin(AgnoCore):
             await self._write(self._entry("agno_eval_delete", user_id), work)
 
     def _eval_out(self, row: Any, deserialize: bool | None) -> Any:
-        d = json_fields(row._mapping, _EVAL_JSON)
+        d = json_fields(row, _EVAL_JSON)
         return EvalRunRecord.model_validate(d) if deserialize else d
 
     async def get_eval_run(self, eval_run_id: str, deserialize: bool | None = True, user_id: str | None = None) -> Any:
@@ -250,7 +251,7 @@ class RecordsMixin(AgnoCore):
         listing = paged(ordered(stmt, E, sort_by, sort_order), limit, page)
 
         async def read(conn: Any) -> tuple[list[Any], int]:
-            rows = (await conn.execute(listing)).all()
+            rows = (await conn.execute(listing)).mappings().all()
             return rows, int((await conn.execute(page_of(stmt))).scalar() or 0) if rows and not deserialize else len(rows)
 
         rows, total = await self._read(read)
@@ -328,7 +329,7 @@ class RecordsMixin(AgnoCore):
     async def get_knowledge_content(self, id: str, user_id: str | None = None) -> KnowledgeRow | None:
         stmt = self._scoped(select(*_cols(K)).where(K.c.app_name == self.app_name, K.c.id == self._id("knowledge id", id)), user_id)
         row = await self._read(lambda conn: _first(conn, stmt))
-        return None if row is None else KnowledgeRow.model_validate(json_fields(row._mapping, ("metadata",)))
+        return None if row is None else KnowledgeRow.model_validate(json_fields(row, ("metadata",)))
 
     async def get_knowledge_contents(
         self,
@@ -346,11 +347,11 @@ class RecordsMixin(AgnoCore):
         listing = paged(ordered(stmt, K, sort_by, sort_order) if sort_by else stmt, limit, page)
 
         async def read(conn: Any) -> tuple[list[Any], int]:
-            rows = (await conn.execute(listing)).all()
+            rows = (await conn.execute(listing)).mappings().all()
             return rows, int((await conn.execute(page_of(stmt))).scalar() or 0) if rows else 0
 
         rows, total = await self._read(read)
-        return [KnowledgeRow.model_validate(json_fields(r._mapping, ("metadata",))) for r in rows], total
+        return [KnowledgeRow.model_validate(json_fields(r, ("metadata",))) for r in rows], total
 
     # ------------------------------------------------------------------ learnings (SqliteDb's semantics)
     def _learning_where(self, **filters: Any) -> list[Any]:
@@ -368,7 +369,7 @@ class RecordsMixin(AgnoCore):
                                      workflow_id=workflow_id, session_id=session_id, namespace=namespace,
                                      entity_id=entity_id, entity_type=entity_type)
         row = await self._read(lambda conn: _first(conn, select(L.c.content).where(*where).limit(1)))
-        return None if row is None else {"content": loads(row.content)}
+        return None if row is None else {"content": loads(row["content"])}
 
     async def upsert_learning(self, id: str, learning_type: str, content: dict[str, Any], user_id: str | None = None,
                               agent_id: str | None = None, team_id: str | None = None, session_id: str | None = None,
@@ -408,4 +409,4 @@ class RecordsMixin(AgnoCore):
         if limit is not None:
             stmt = stmt.limit(limit)
         rows = await self._read(lambda conn: _all(conn, stmt))
-        return [json_fields(r._mapping, ("content", "metadata")) for r in rows]
+        return [json_fields(r, ("content", "metadata")) for r in rows]

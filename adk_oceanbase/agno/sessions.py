@@ -46,7 +46,8 @@ def _type_value(session_type: Any) -> str | None:
 
 
 def _session_dict(row: Any) -> dict[str, Any]:
-    return json_fields(row._mapping, _SESSION_JSON)
+    """A session row (a mapping) as Agno's session dict, JSON columns loaded."""
+    return json_fields(row, _SESSION_JSON)
 
 
 def _run_json(run: Any) -> dict[str, Any]:
@@ -163,7 +164,7 @@ class SessionsMixin(AgnoCore):
             stmt = stmt.where(S.c.user_id == uid)
 
         async def read(conn: Any) -> dict[str, Any] | None:
-            row = (await conn.execute(stmt)).first()
+            row = (await conn.execute(stmt)).mappings().first()
             if row is None:
                 return None
             session = _session_dict(row)
@@ -216,7 +217,7 @@ class SessionsMixin(AgnoCore):
         listing = paged(ordered(stmt, S, sort_by, sort_order), limit, page)
 
         async def read(conn: Any) -> tuple[list[dict[str, Any]], int]:
-            rows = [_session_dict(r) for r in (await conn.execute(listing)).all()]
+            rows = [_session_dict(r) for r in (await conn.execute(listing)).mappings().all()]
             if not rows:
                 return [], 0
             total = int((await conn.execute(page_of(stmt))).scalar() or 0) if not deserialize else len(rows)
@@ -335,7 +336,7 @@ class SessionsMixin(AgnoCore):
         row = await self._read(lambda conn: _first(conn, stmt))
         if row is None:
             return None
-        record = json_fields(row._mapping, ("run_data",))
+        record = json_fields(row, ("run_data",))
         return deserialize_run(record.get("run_type"), record["run_data"]) if deserialize else record
 
     async def get_runs(
@@ -367,7 +368,7 @@ class SessionsMixin(AgnoCore):
         listing = paged(listing, limit, page)
 
         async def read(conn: Any) -> tuple[list[Any], int]:
-            rows = [json_fields(r._mapping, ("run_data",)) for r in (await conn.execute(listing)).all()]
+            rows = [json_fields(r, ("run_data",)) for r in (await conn.execute(listing)).mappings().all()]
             total = len(rows) if deserialize else int((await conn.execute(page_of(stmt))).scalar() or 0)
             return rows, total
 
@@ -395,5 +396,6 @@ class SessionsMixin(AgnoCore):
 
 
 async def _first(conn: Any, stmt: Any) -> Any:
-    return (await conn.execute(stmt)).first()
+    """The first row as a mapping (column name -> value), or ``None``."""
+    return (await conn.execute(stmt)).mappings().first()
 

@@ -52,12 +52,12 @@ class TracesMixin(AgnoCore):
 
         async def work(conn: Any) -> tuple[None, int]:
             old = (await conn.execute(select(*_TRACE_COLS).where(
-                TR.c.app_name == self.app_name, TR.c.trace_id == d["trace_id"]).with_for_update())).first()
+                TR.c.app_name == self.app_name, TR.c.trace_id == d["trace_id"]).with_for_update())).mappings().first()
             if old is None:
                 await conn.execute(insert(TR).values(app_name=self.app_name, **d))
                 await self._stamp_spans(conn, d["trace_id"], d["user_id"])
                 return None, 1
-            o = old._mapping
+            o = old
             start = min(o["start_time"], d["start_time"], key=_when)
             end = max(o["end_time"], d["end_time"], key=_when)
             new_level = _level(d["name"], d["workflow_id"], d["team_id"], d["agent_id"])
@@ -140,7 +140,7 @@ class TracesMixin(AgnoCore):
         listing = stmt.order_by(TR.c.start_time.desc()).limit(limit).offset(offset)
 
         async def read(conn: Any) -> tuple[list[Any], int]:
-            rows = (await conn.execute(listing)).all()
+            rows = (await conn.execute(listing)).mappings().all()
             total = (await conn.execute(select(func.count()).select_from(stmt.subquery()))).scalar()
             return rows, int(total or 0)
 
@@ -183,13 +183,13 @@ class TracesMixin(AgnoCore):
         listing = stmt.order_by(func.max(TR.c.created_at).desc()).limit(limit).offset(offset)
 
         async def read(conn: Any) -> tuple[list[Any], int]:
-            rows = (await conn.execute(listing)).all()
+            rows = (await conn.execute(listing)).mappings().all()
             total = (await conn.execute(select(func.count()).select_from(stmt.subquery()))).scalar()
             return rows, int(total or 0)
 
         rows, total = await self._read(read)
-        out = [{**dict(r._mapping), "total_traces": int(r.total_traces), "first_trace_at": _when(r.first_trace_at),
-                "last_trace_at": _when(r.last_trace_at)} for r in rows]
+        out = [{**dict(r), "total_traces": int(r["total_traces"]), "first_trace_at": _when(r["first_trace_at"]),
+                "last_trace_at": _when(r["last_trace_at"])} for r in rows]
         return out, total
 
     # ------------------------------------------------------------------ spans
@@ -224,7 +224,7 @@ class TracesMixin(AgnoCore):
 
         stmt = select(*_SPAN_COLS).where(SP.c.app_name == self.app_name, SP.c.span_id == self._id("span_id", span_id))
         row = await self._read(lambda conn: _first(conn, stmt))
-        return None if row is None else Span.from_dict(json_fields(row._mapping, ("attributes",)))
+        return None if row is None else Span.from_dict(json_fields(row, ("attributes",)))
 
     async def get_spans(self, trace_id: str | None = None, parent_span_id: str | None = None, limit: int | None = 1000) -> list[Any]:
         from agno.tracing.schemas import Span
@@ -238,18 +238,19 @@ class TracesMixin(AgnoCore):
         if limit:
             stmt = stmt.limit(limit)
         rows = await self._read(lambda conn: _all(conn, stmt))
-        return [Span.from_dict(json_fields(r._mapping, ("attributes",))) for r in rows]
+        return [Span.from_dict(json_fields(r, ("attributes",))) for r in rows]
 
 
 def _trace_dict(row: Any) -> dict[str, Any]:
-    d = dict(row._mapping)
+    d = dict(row)
     d["total_spans"], d["error_count"] = int(d["total_spans"] or 0), int(d["error_count"] or 0)
     return d
 
 
 async def _first(conn: Any, stmt: Any) -> Any:
-    return (await conn.execute(stmt)).first()
+    """The first row as a mapping (column name -> value), or ``None``."""
+    return (await conn.execute(stmt)).mappings().first()
 
 
 async def _all(conn: Any, stmt: Any) -> list[Any]:
-    return list((await conn.execute(stmt)).all())
+    return list((await conn.execute(stmt)).mappings().all())
