@@ -23,8 +23,10 @@ from .._lifecycle import DatabaseService
 from ..audit import AuditEntry, Auditor, AuditSettings, error_code
 from ..config import Config
 from ..engine import Database
-from ..errors import InvalidIdentifierError, InvalidValueError, PayloadTooLargeError, ValidationError
+from .. import gateway
+from ..errors import InvalidIdentifierError, InvalidValueError, PayloadTooLargeError, ValidationError, is_rerunnable
 from ..memory import Embedder, MemorySettings, OceanBaseMemoryService
+from ..rawtx import COMMIT
 from ..redaction import RedactionPolicy, redact_value
 from ..schema import ID_LEN
 from ..validation import check_id, check_text
@@ -206,6 +208,32 @@ class AgnoCore(DatabaseService):
 
         try:
             return await self._rerunnable_tx(tx)
+        except ValidationError:
+            raise
+        except Exception as exc:
+            if entry is not None:
+                entry.row_count = None
+                await self._auditor.write_alone(self._tx, entry, "error", error_code(exc))
+            raise
+
+    async def _write_packet(self, entry: AuditEntry | None, statements: list[tuple[Any, Any]], rows: int) -> list[Any]:
+        """Sends idempotent ``statements``, the audit row and the COMMIT in one packet (:mod:`adk_oceanbase.rawtx`).
+
+        For the per-turn writes (a run, a session): one round trip instead of
+        one per statement.  Re-run once after a deadlock or a lost connection,
+        like :meth:`_write`; returns each statement's ``(count, rows)``.
+        """
+
+        async def once() -> list[Any]:
+            batch = list(statements)
+            if entry is not None:
+                entry.row_count = rows
+                batch.append((entry.insert(), None))
+            async with self._raw_tx() as tx:
+                return await tx.batch([*batch, (COMMIT, None)])
+
+        try:
+            return await gateway.retrying(once, when=is_rerunnable, what="an Agno write")
         except ValidationError:
             raise
         except Exception as exc:

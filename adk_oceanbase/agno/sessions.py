@@ -15,6 +15,7 @@ from typing import Any, Sequence
 from agno.db.base import SessionType
 from agno.db.utils import (
     HISTORY_SKIP_STATUSES,
+    SessionRunObjectCache,
     build_single_run_row,
     canonical_run_status,
     deserialize_run,
@@ -30,6 +31,7 @@ from sqlalchemy.dialects.mysql import insert as upsert
 from ..errors import InvalidValueError
 from ..schema_agno import agno_runs as R
 from ..schema_agno import agno_sessions as S
+from . import queries as q
 from .core import AgnoCore, json_fields, loads, now_s, ordered, page_of, paged
 
 __all__ = ["SessionsMixin"]
@@ -56,6 +58,15 @@ def _run_json(run: Any) -> dict[str, Any]:
 
 class SessionsMixin(AgnoCore):
     """``upsert_session`` / ``get_session`` / ``get_sessions`` / ``rename_session`` / ``delete_session(s)`` and the runs."""
+
+    _run_cache: SessionRunObjectCache | None = None
+
+    def _runs_cache(self) -> SessionRunObjectCache:
+        """Agno's cache of run objects keyed by each run's stored text (as its ``MySQLDb`` keeps one per adapter):
+        an unchanged run is not rebuilt on every read; any write changes its text and so misses."""
+        if self._run_cache is None:
+            self._run_cache = SessionRunObjectCache()
+        return self._run_cache
 
     # ------------------------------------------------------------------ writing sessions
     async def _session_values(self, session: Any) -> dict[str, Any]:
@@ -104,16 +115,35 @@ class SessionsMixin(AgnoCore):
         """Inserts or updates a session (not its runs); ``None`` when the session belongs to another user."""
         values = await self._session_values(session)
         entry = self._entry("agno_session_upsert", values["user_id"], values["session_id"])
+        if entry is None:  # the per-turn path: one packet (an audited upsert needs its row count first)
+            row = await self._upsert_packet(values, now_s())
+        else:
 
-        async def work(conn: Any) -> tuple[Any, int]:
-            row = await self._upsert_one(conn, values, now_s())
-            return row, 0 if row is None else 1
+            async def work(conn: Any) -> tuple[Any, int]:
+                row = await self._upsert_one(conn, values, now_s())
+                return row, 0 if row is None else 1
 
-        row = await self._write(entry, work)
+            row = await self._write(entry, work)
         if row is None:
             return None
         row["runs"] = [_run_json(r) for r in session.runs or []]
         return deserialize_session(None, row) if deserialize else row
+
+    async def _upsert_packet(self, values: dict[str, Any], updated_at: int) -> dict[str, Any] | None:
+        """:meth:`_upsert_one` as one packet: lock and read the owner, upsert under Agno's ownership rule, commit."""
+        params = {c: values.get(c) for c in q.RAW_SESSION_COLUMNS}
+        params.update(app_name=self.app_name, updated_at=updated_at)
+        results = await self._write_packet(None, [(q.RAW_LOCK_SESSION, params), (q.RAW_UPSERT_SESSION, params)], 1)
+        found = results[0][1]  # the owner as it was, read under the lock before the upsert
+        if found and found[0][0] is not None and found[0][0] != values["user_id"]:
+            return None
+        row = {**values, "updated_at": values["created_at"] if not found else updated_at}
+        if found:
+            row.update(created_at=found[0][1], session_type=found[0][2])
+        out = {c.name: row.get(c.name) for c in _COLUMNS}
+        for n in _SESSION_JSON:
+            out[n] = loads(out[n])
+        return out
 
     async def upsert_sessions(
         self, sessions: Sequence[Any], deserialize: bool | None = True, preserve_updated_at: bool = False
@@ -137,7 +167,7 @@ class SessionsMixin(AgnoCore):
 
     # ------------------------------------------------------------------ reading sessions
     def _runs_of(self, session_ids: list[str]) -> Any:
-        return (select(R.c.session_id, R.c.run_data).where(R.c.app_name == self.app_name, R.c.session_id.in_(session_ids))
+        return (select(R.c.session_id, R.c.run_id, R.c.run_data).where(R.c.app_name == self.app_name, R.c.session_id.in_(session_ids))
                 .order_by(R.c.session_id, R.c.run_index, R.c.created_at, R.c.run_id))
 
     def _last_runs(self, session_id: str, limit: int) -> Any:
@@ -163,6 +193,23 @@ class SessionsMixin(AgnoCore):
         if uid is not None:
             stmt = stmt.where(S.c.user_id == uid)
 
+        cached = bool(deserialize) and runs_limit is None and _type_value(session_type) in (None, "agent")
+        raw: list[tuple[str, str]] = []
+        if runs_limit is None:  # the per-turn read: session and runs in one round trip
+            params = {"app": self.app_name, "sid": sid, "uid": uid}
+            (_, found), (_, runs) = await self._read_batch([
+                (q.RAW_GET_SESSION if uid is None else q.RAW_GET_SESSION_OF_USER, params), (q.RAW_SESSION_RUNS, params)])
+            if not found:
+                return None
+            session = json_fields(dict(zip(q.RAW_SESSION_COLUMNS, found[0])), _SESSION_JSON)
+            if cached and session["session_type"] == "agent":
+                session["runs"] = None
+                out = deserialize_session(session_type, session)
+                out.runs = self._runs_cache().runs_from_rows(sid, [(r[0], r[1]) for r in runs])
+                return out
+            session["runs"] = [loads(r[1]) for r in runs]
+            return deserialize_session(session_type, session) if deserialize else session
+
         async def read(conn: Any) -> dict[str, Any] | None:
             row = (await conn.execute(stmt)).mappings().first()
             if row is None:
@@ -171,14 +218,22 @@ class SessionsMixin(AgnoCore):
             if runs_limit is not None:
                 runs = [loads(r[0]) for r in (await conn.execute(self._last_runs(sid, runs_limit))).all()]
                 session["runs"] = runs[::-1]
+                return session
+            rows = (await conn.execute(self._runs_of([sid]))).all()
+            if cached and session["session_type"] == "agent":
+                raw[:] = [(r.run_id, r.run_data) for r in rows]
+                session["runs"] = None
             else:
-                session["runs"] = [loads(r.run_data) for r in (await conn.execute(self._runs_of([sid]))).all()]
+                session["runs"] = [loads(r.run_data) for r in rows]
             return session
 
         session = await self._read(read)
         if session is None or not deserialize:
             return session
-        return deserialize_session(session_type, session)
+        out = deserialize_session(session_type, session)
+        if session["runs"] is None:
+            out.runs = self._runs_cache().runs_from_rows(sid, raw)
+        return out
 
     async def get_sessions(
         self,
@@ -288,6 +343,8 @@ class SessionsMixin(AgnoCore):
             owned = [r[0] for r in (await conn.execute(select(S.c.session_id).where(*where).with_for_update())).all()]
             if not owned:
                 return 0, 0
+            for sid in owned:
+                self._runs_cache().drop_session(sid)
             gone = (await conn.execute(delete(S).where(S.c.app_name == self.app_name, S.c.session_id.in_(owned)))).rowcount
             runs = (await conn.execute(delete(R).where(R.c.app_name == self.app_name, R.c.session_id.in_(owned)))).rowcount
             return int(gone or 0), int(gone or 0) + int(runs or 0)
@@ -306,6 +363,9 @@ class SessionsMixin(AgnoCore):
         (data,) = await self._redact([row["run_data"]])
         row["run_data"] = self._json("run", data)
         entry = self._entry("agno_run_upsert", uid, sid)
+        if row["user_id"] is not None and row["run_index"] is not None:  # the per-turn write: one packet
+            await self._write_packet(entry, [(q.RAW_UPSERT_RUN, {"app_name": self.app_name, **row})], 1)
+            return
 
         async def work(conn: Any) -> tuple[None, int]:
             values = dict(row)

@@ -1,0 +1,206 @@
+"""Agno databases side by side (issue 28): ours vs Agno's ``MySQLDb`` on the same seekdb server, and ``SqliteDb``.
+
+Timed per system, the calls an Agno ``Agent`` makes on every turn, through
+Agno's synchronous ``BaseDb`` API (what ``Agent.run`` calls; ours is
+``OceanBaseAgnoDb``, which runs the async implementation on its own loop):
+
+* ``upsert_session`` of a session that has 10 or 200 runs (the runs are
+  stored before timing with ``upsert_run``; in Agno 3.1 ``upsert_session``
+  writes the session row only) and ``get_session`` of it (the full runs);
+* ``upsert_run`` (one new run appended to a session);
+* memory search at ``--memories`` memories of one user:
+  ``get_user_memories(user_id=, search_content=, limit=10)``.  The same call,
+  not the same work: Agno's databases match a substring (``LIKE %q%``, a scan
+  of the user's rows), ours runs the hybrid retrieval (BM25 over the user's
+  postings + vector + recency ...).  The query words are drawn from the
+  memories, so both find something.
+
+Ours and ``MySQLDb`` each get a database of their own on one seekdb server
+started here (or ``--url``, a MySQL-protocol server: ``root@host:port``);
+``SqliteDb`` a temporary file.  Ours embeds with ``HashEmbedder`` unless
+``--embedder minilm`` (a query is then embedded on every search).  Systems
+are timed in turn, operation by operation (same process, same seed).
+
+Usage::
+
+    python benchmarks/agno_db.py [--sessions 20] [--repeats 60] [--memories 10000] [--embedder hash|minilm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from _common import ensure_database, environment, print_environment, seekdb_or_url, summarize, write_json  # noqa: E402
+
+WORDS = ("tea coffee lisbon porto denver sister brother cello piano hospital school bicycle train garden cat dog "
+         "marathon novel jazz chess pasta sushi museum beach mountain river violin soccer tennis yoga painting").split()
+
+
+def make_run(rng: random.Random, sid: str, i: int) -> Any:
+    from agno.models.message import Message
+    from agno.run.agent import RunOutput
+    from agno.run.base import RunStatus
+
+    said = " ".join(rng.choice(WORDS) for _ in range(40))
+    return RunOutput(run_id=f"{sid}-r{i}", session_id=sid, agent_id="bench", user_id="u1", content=said,
+                     status=RunStatus.completed, created_at=int(time.time()),
+                     messages=[Message(role="user", content=said), Message(role="assistant", content=said[::-1])])
+
+
+def make_session(sid: str, runs: list[Any]) -> Any:
+    from agno.session import AgentSession
+
+    return AgentSession(session_id=sid, agent_id="bench", user_id="u1", session_data={"session_state": {"n": 0}},
+                        runs=runs, created_at=int(time.time()))
+
+
+def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
+    out = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def bench_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]:
+    from agno.db.base import SessionType
+    from agno.db.schemas.memory import UserMemory
+
+    rng = random.Random(7)
+    result: dict[str, Any] = {}
+    for size in (10, 200):
+        sessions = []
+        for k in range(args.sessions):
+            sid = f"{name}-{size}-{k}"
+            runs = [make_run(rng, sid, i) for i in range(size)]
+            db.upsert_session(make_session(sid, []))
+            for i, r in enumerate(runs):
+                db.upsert_run(r, session_id=sid, user_id="u1", run_index=i)
+            sessions.append(make_session(sid, runs))
+        picks = [rng.randrange(len(sessions)) for _ in range(args.repeats)]
+        it = iter(picks)
+
+        def upsert() -> None:
+            s = sessions[next(it)]
+            s.session_data = {"session_state": {"n": rng.random()}}
+            assert db.upsert_session(s) is not None
+
+        result[f"upsert_session_{size}"] = summarize(timed(upsert, args.repeats))
+        it = iter(picks)
+
+        def get() -> None:
+            got = db.get_session(sessions[next(it)].session_id, SessionType.AGENT)
+            assert got is not None and len(got.runs) == size
+
+        result[f"get_session_{size}"] = summarize(timed(get, args.repeats))
+    counter = iter(range(1000, 10**6))
+    target = f"{name}-10-0"
+
+    def append_run() -> None:
+        i = next(counter)
+        db.upsert_run(make_run(rng, target, i), session_id=target, user_id="u1", run_index=i)
+
+    result["upsert_run"] = summarize(timed(append_run, args.repeats))
+    # memories: one user with --memories memories, loaded in bulk, then searched
+    t0 = time.perf_counter()
+    batch = []
+    for i in range(args.memories):
+        text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" (note {i})"
+        batch.append(UserMemory(memory_id=f"m{i}", memory=text, user_id="mu", topics=[rng.choice(WORDS)]))
+        if len(batch) == 500:
+            db.upsert_memories(batch)
+            batch = []
+    if batch:
+        db.upsert_memories(batch)
+    if hasattr(db, "memory_service"):
+        db.call(db.memory_service.flush())  # embeddings stored before timing search
+    result["load_memories_s"] = time.perf_counter() - t0
+    queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(args.repeats)]
+    qi = iter(queries)
+    result["memory_search"] = summarize(timed(
+        lambda: db.get_user_memories(user_id="mu", search_content=next(qi), limit=10), args.repeats))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20, help="sessions per size (10 and 200 runs)")
+    parser.add_argument("--repeats", type=int, default=60, help="timed calls per operation")
+    parser.add_argument("--memories", type=int, default=10_000, help="memories of the searched user")
+    parser.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
+    parser.add_argument("--url", default=None, help="root@host:port of a running MySQL-protocol server (default: start seekdb)")
+    parser.add_argument("--only", default=None, help="comma-separated systems: ours,mysqldb,sqlite")
+    parser.add_argument("--out", default=str(HERE / "results" / f"agno_db-{time.strftime('%Y-%m-%d')}.json"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    env = environment(["agno", "sqlalchemy", "pymysql", "aiomysql", "pylibseekdb"], extra=vars(args))
+    print_environment(env)
+    wanted = set((args.only or "ours,mysqldb,sqlite").split(","))
+    results: dict[str, Any] = {}
+    with seekdb_or_url(args.url) as server:
+        host, port = ("127.0.0.1", server.port) if server else (args.url.split("@")[1].split(":")[0], int(args.url.rsplit(":", 1)[1]))
+        tmp = tempfile.mkdtemp(prefix="agno-bench-")
+        for name in ("ours", "mysqldb", "sqlite"):
+            if name not in wanted:
+                continue
+            db = None
+            try:
+                if name == "ours":
+                    from adk_oceanbase.agno import OceanBaseAgnoDb
+                    from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
+
+                    ensure_database(host, port, "root", None, "agno_bench_ours", fresh=True)
+                    embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
+                    db = OceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours", embedder=embedder,
+                                         memory_settings=MemorySettings(bump_access=False))
+                elif name == "mysqldb":
+                    from agno.db.mysql import MySQLDb
+
+                    ensure_database(host, port, "root", None, "agno_bench_mysql", fresh=True)
+                    db = MySQLDb(db_url=f"mysql+pymysql://root@{host}:{port}/agno_bench_mysql", db_schema="agno_bench_mysql")
+                else:
+                    from agno.db.sqlite import SqliteDb
+
+                    db = SqliteDb(db_file=os.path.join(tmp, "agno.db"))
+                t0 = time.perf_counter()
+                results[name] = bench_system(name, db, args)
+                results[name]["total_s"] = time.perf_counter() - t0
+            except Exception as exc:  # noqa: BLE001 - record why a system could not run, keep the others
+                results[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": traceback.format_exc()[-4000:]}
+                print(f"{name}: FAILED {results[name]['error']}", flush=True)
+            finally:
+                if db is not None and hasattr(db, "close"):
+                    try:
+                        db.close()
+                    except Exception:  # noqa: BLE001
+                        pass
+            print(f"{name}: {({k: (v['p50'] if isinstance(v, dict) and 'p50' in v else v) for k, v in results[name].items() if k != 'traceback'})}", flush=True)
+    ops = ("upsert_session_10", "get_session_10", "upsert_session_200", "get_session_200", "upsert_run", "memory_search")
+    print("\n| operation | " + " | ".join(results) + " |")
+    print("|---|" + "---|" * len(results))
+    for op in ops:
+        cells = []
+        for r in results.values():
+            s = r.get(op)
+            cells.append("n/a" if not s else f"{s['p50_ms']:.2f} / {s['p95_ms']:.2f}")
+        print(f"| {op} (p50 / p95 ms) | " + " | ".join(cells) + " |")
+    write_json(args.out, {"environment": env, "results": results})
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
