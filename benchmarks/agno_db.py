@@ -18,8 +18,10 @@ Agno's synchronous ``BaseDb`` API (what ``Agent.run`` calls; ours is
 Ours and ``MySQLDb`` each get a database of their own on one seekdb server
 started here (or ``--url``, a MySQL-protocol server: ``root@host:port``);
 ``SqliteDb`` a temporary file.  Ours embeds with ``HashEmbedder`` unless
-``--embedder minilm`` (a query is then embedded on every search).  Systems
-are timed in turn, operation by operation (same process, same seed).
+``--embedder minilm`` (a query is then embedded on every search).  All
+systems are loaded with the same seeded data first; then each operation is
+timed sample by sample on every system in turn, the order rotating, so a
+load change on a shared machine hits all of them alike.
 
 Usage::
 
@@ -67,55 +69,21 @@ def make_session(sid: str, runs: list[Any]) -> Any:
                         runs=runs, created_at=int(time.time()))
 
 
-def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
-    out = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
-
-
-def bench_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]:
-    from agno.db.base import SessionType
+def setup_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Stores the sessions (10 and 200 runs each) and the searched user's memories; returns what the timing needs."""
     from agno.db.schemas.memory import UserMemory
 
-    rng = random.Random(7)
-    result: dict[str, Any] = {}
+    rng = random.Random(7)  # the same data for every system
+    state: dict[str, Any] = {"db": db, "sessions": {}}
     for size in (10, 200):
-        sessions = []
+        state["sessions"][size] = []
         for k in range(args.sessions):
-            sid = f"{name}-{size}-{k}"
+            sid = f"{size}-{k}"
             runs = [make_run(rng, sid, i) for i in range(size)]
             db.upsert_session(make_session(sid, []))
             for i, r in enumerate(runs):
                 db.upsert_run(r, session_id=sid, user_id="u1", run_index=i)
-            sessions.append(make_session(sid, runs))
-        picks = [rng.randrange(len(sessions)) for _ in range(args.repeats)]
-        it = iter(picks)
-
-        def upsert() -> None:
-            s = sessions[next(it)]
-            s.session_data = {"session_state": {"n": rng.random()}}
-            assert db.upsert_session(s) is not None
-
-        result[f"upsert_session_{size}"] = summarize(timed(upsert, args.repeats))
-        it = iter(picks)
-
-        def get() -> None:
-            got = db.get_session(sessions[next(it)].session_id, SessionType.AGENT)
-            assert got is not None and len(got.runs) == size
-
-        result[f"get_session_{size}"] = summarize(timed(get, args.repeats))
-    counter = iter(range(1000, 10**6))
-    target = f"{name}-10-0"
-
-    def append_run() -> None:
-        i = next(counter)
-        db.upsert_run(make_run(rng, target, i), session_id=target, user_id="u1", run_index=i)
-
-    result["upsert_run"] = summarize(timed(append_run, args.repeats))
-    # memories: one user with --memories memories, loaded in bulk, then searched
+            state["sessions"][size].append(make_session(sid, runs))
     t0 = time.perf_counter()
     batch = []
     for i in range(args.memories):
@@ -128,12 +96,84 @@ def bench_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]
         db.upsert_memories(batch)
     if hasattr(db, "memory_service"):
         db.call(db.memory_service.flush())  # embeddings stored before timing search
-    result["load_memories_s"] = time.perf_counter() - t0
-    queries = [" ".join(rng.sample(WORDS, 2)) for _ in range(args.repeats)]
-    qi = iter(queries)
-    result["memory_search"] = summarize(timed(
-        lambda: db.get_user_memories(user_id="mu", search_content=next(qi), limit=10), args.repeats))
-    return result
+    state["load_memories_s"] = time.perf_counter() - t0
+    state["next_run"] = 1000
+    return state
+
+
+def operations(size_rng: random.Random) -> dict[str, Callable[[dict[str, Any], Any], Callable[[], Any]]]:
+    """Per operation, given a system's state and the sample's shared choice, the call to time."""
+    from agno.db.base import SessionType
+
+    def upsert(size: int) -> Callable[[dict[str, Any], Any], Callable[[], Any]]:
+        def make(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+            s = st["sessions"][size][pick[0] % len(st["sessions"][size])]
+            s.session_data = {"session_state": {"n": pick[1]}}
+            return lambda: st["db"].upsert_session(s)
+        return make
+
+    def get(size: int) -> Callable[[dict[str, Any], Any], Callable[[], Any]]:
+        def make(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+            sid = st["sessions"][size][pick[0] % len(st["sessions"][size])].session_id
+
+            def call() -> None:
+                got = st["db"].get_session(sid, SessionType.AGENT)
+                assert got is not None and len(got.runs) == size
+            return call
+        return make
+
+    def append_run(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+        i = st["next_run"] = st["next_run"] + 1
+        run = make_run(random.Random(i), "10-0", i)
+        return lambda: st["db"].upsert_run(run, session_id="10-0", user_id="u1", run_index=i)
+
+    def search(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+        query = " ".join(random.Random(pick[0]).sample(WORDS, 2))
+        return lambda: st["db"].get_user_memories(user_id="mu", search_content=query, limit=10)
+
+    return {"upsert_session_10": upsert(10), "get_session_10": get(10), "upsert_session_200": upsert(200),
+            "get_session_200": get(200), "upsert_run": append_run, "memory_search": search}
+
+
+def time_interleaved(states: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each operation, sample by sample, on every system in turn (the order rotating), so load drifts hit all alike."""
+    rng = random.Random(11)
+    out: dict[str, dict[str, Any]] = {name: {} for name in states}
+    for op, make in operations(rng).items():
+        samples: dict[str, list[float]] = {name: [] for name in states}
+        names = list(states)
+        for n in range(args.repeats + 3):
+            pick = (rng.randrange(10**6), rng.random())
+            order = names[n % len(names):] + names[:n % len(names)]
+            for name in order:
+                call = make(states[name], pick)
+                t0 = time.perf_counter()
+                call()
+                if n >= 3:  # warm-up
+                    samples[name].append(time.perf_counter() - t0)
+        for name in states:
+            out[name][op] = summarize(samples[name])
+        print(op, {name: round(out[name][op]["p50_ms"], 2) for name in states}, flush=True)
+    return out
+
+
+def open_system(name: str, host: str, port: int, tmp: str, args: argparse.Namespace) -> Any:
+    if name == "ours":
+        from adk_oceanbase.agno import OceanBaseAgnoDb
+        from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
+
+        ensure_database(host, port, "root", None, "agno_bench_ours", fresh=True)
+        embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
+        return OceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours", embedder=embedder,
+                               memory_settings=MemorySettings(bump_access=False))
+    if name == "mysqldb":
+        from agno.db.mysql import MySQLDb
+
+        ensure_database(host, port, "root", None, "agno_bench_mysql", fresh=True)
+        return MySQLDb(db_url=f"mysql+pymysql://root@{host}:{port}/agno_bench_mysql", db_schema="agno_bench_mysql")
+    from agno.db.sqlite import SqliteDb
+
+    return SqliteDb(db_file=os.path.join(tmp, "agno.db"))
 
 
 def main() -> None:
@@ -154,41 +194,29 @@ def main() -> None:
     with seekdb_or_url(args.url) as server:
         host, port = ("127.0.0.1", server.port) if server else (args.url.split("@")[1].split(":")[0], int(args.url.rsplit(":", 1)[1]))
         tmp = tempfile.mkdtemp(prefix="agno-bench-")
+        states: dict[str, dict[str, Any]] = {}
+        opened: list[Any] = []
         for name in ("ours", "mysqldb", "sqlite"):
             if name not in wanted:
                 continue
-            db = None
             try:
-                if name == "ours":
-                    from adk_oceanbase.agno import OceanBaseAgnoDb
-                    from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
-
-                    ensure_database(host, port, "root", None, "agno_bench_ours", fresh=True)
-                    embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
-                    db = OceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours", embedder=embedder,
-                                         memory_settings=MemorySettings(bump_access=False))
-                elif name == "mysqldb":
-                    from agno.db.mysql import MySQLDb
-
-                    ensure_database(host, port, "root", None, "agno_bench_mysql", fresh=True)
-                    db = MySQLDb(db_url=f"mysql+pymysql://root@{host}:{port}/agno_bench_mysql", db_schema="agno_bench_mysql")
-                else:
-                    from agno.db.sqlite import SqliteDb
-
-                    db = SqliteDb(db_file=os.path.join(tmp, "agno.db"))
+                db = open_system(name, host, port, tmp, args)
+                opened.append(db)
                 t0 = time.perf_counter()
-                results[name] = bench_system(name, db, args)
-                results[name]["total_s"] = time.perf_counter() - t0
+                states[name] = setup_system(name, db, args)
+                results[name] = {"setup_s": time.perf_counter() - t0, "load_memories_s": states[name]["load_memories_s"]}
             except Exception as exc:  # noqa: BLE001 - record why a system could not run, keep the others
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": traceback.format_exc()[-4000:]}
                 print(f"{name}: FAILED {results[name]['error']}", flush=True)
-            finally:
-                if db is not None and hasattr(db, "close"):
-                    try:
-                        db.close()
-                    except Exception:  # noqa: BLE001
-                        pass
-            print(f"{name}: {({k: (v['p50'] if isinstance(v, dict) and 'p50' in v else v) for k, v in results[name].items() if k != 'traceback'})}", flush=True)
+        try:
+            for name, timings in time_interleaved(states, args).items():
+                results[name].update(timings)
+        finally:
+            for db in opened:
+                try:
+                    db.close()
+                except Exception:  # noqa: BLE001
+                    pass
     ops = ("upsert_session_10", "get_session_10", "upsert_session_200", "get_session_200", "upsert_run", "memory_search")
     print("\n| operation | " + " | ".join(results) + " |")
     print("|---|" + "---|" * len(results))

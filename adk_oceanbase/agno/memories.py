@@ -158,7 +158,7 @@ class MemoriesMixin(AgnoCore):
                 .where(M.c.app_name == app, M.c.user_id == user, M.c.memory_id.in_(ids)).with_for_update()
             )).all()}
             now = now_s()
-            stored, docs_new, docs_moved = [], [], []
+            stored, docs_new, docs_moved, inserts = [], [], [], []
             for d in drafts:
                 old = found.get(d["memory_id"])
                 created = d["created_at"] if old is None else epoch(old.created_at)
@@ -171,9 +171,8 @@ class MemoriesMixin(AgnoCore):
                 }
                 moved = old is None or old.content != d["content"] or old.embed_status == "deleted"
                 if old is None:
-                    await conn.execute(insert(M).values(
-                        memory_id=d["memory_id"], app_name=app, user_id=user, author=_AUTHOR, created_at=utc(created),
-                        extractor=_EXTRACTOR, **values))
+                    inserts.append(dict(memory_id=d["memory_id"], app_name=app, user_id=user, author=_AUTHOR,
+                                        created_at=utc(created), extractor=_EXTRACTOR, **values))
                     docs_new.append((d["memory_id"], st))
                 else:
                     if moved:  # new text: a new embedding, new postings; a revived tombstone too
@@ -187,6 +186,8 @@ class MemoriesMixin(AgnoCore):
                 stored.append({"memory_id": d["memory_id"], "memory": d["content"], "topics": d["topics"],
                                "user_id": user, **{k: d["meta"]["agno"].get(k) for k in _FIELDS},
                                "created_at": created, "updated_at": stamp})
+            if inserts:  # one multi-row INSERT (a bulk load of 500 memories: one statement, not 500)
+                await conn.execute(insert(M), inserts)
             await postings.index_memories(conn, app, user, docs_new, replace=False)
             await postings.index_memories(conn, app, user, docs_moved, replace=True)
             return stored, len(stored)
