@@ -8,6 +8,9 @@ Agno's synchronous ``BaseDb`` API (what ``Agent.run`` calls; ours is
   stored before timing with ``upsert_run``; in Agno 3.1 ``upsert_session``
   writes the session row only) and ``get_session`` of it (the full runs);
 * ``upsert_run`` (one new run appended to a session);
+* (``ours`` is ``OceanBaseAgnoDb``; ``ours_async`` the same database as
+  ``AsyncOceanBaseAgnoDb`` awaited on the caller's own loop, as ``Agent.arun``
+  uses it: the difference is the sync facade's hop to its loop thread);
 * memory search at ``--memories`` memories of one user:
   ``get_user_memories(user_id=, search_content=, limit=10)``.  The same call,
   not the same work: Agno's databases match a substring (``LIKE %q%``, a scan
@@ -157,7 +160,36 @@ def time_interleaved(states: dict[str, dict[str, Any]], args: argparse.Namespace
     return out
 
 
+class OnThisLoop:
+    """``AsyncOceanBaseAgnoDb`` driven from this thread's own event loop: ours without the sync facade's thread hop."""
+
+    def __init__(self, db: Any):
+        import asyncio
+
+        self.aio, self.loop = db, asyncio.new_event_loop()
+        self.memory_service = db.memory_service
+
+    def call(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.aio, name)
+        return lambda *a, **k: self.loop.run_until_complete(method(*a, **k))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.aio.aclose())
+        self.loop.close()
+
+
 def open_system(name: str, host: str, port: int, tmp: str, args: argparse.Namespace) -> Any:
+    if name == "ours_async":
+        from adk_oceanbase.agno import AsyncOceanBaseAgnoDb
+        from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
+
+        ensure_database(host, port, "root", None, "agno_bench_ours_async", fresh=True)
+        embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
+        return OnThisLoop(AsyncOceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours_async",
+                                               embedder=embedder, memory_settings=MemorySettings(bump_access=False)))
     if name == "ours":
         from adk_oceanbase.agno import OceanBaseAgnoDb
         from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
@@ -183,20 +215,20 @@ def main() -> None:
     parser.add_argument("--memories", type=int, default=10_000, help="memories of the searched user")
     parser.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
     parser.add_argument("--url", default=None, help="root@host:port of a running MySQL-protocol server (default: start seekdb)")
-    parser.add_argument("--only", default=None, help="comma-separated systems: ours,mysqldb,sqlite")
+    parser.add_argument("--only", default=None, help="comma-separated systems: ours,ours_async,mysqldb,sqlite")
     parser.add_argument("--out", default=str(HERE / "results" / f"agno_db-{time.strftime('%Y-%m-%d')}.json"))
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     env = environment(["agno", "sqlalchemy", "pymysql", "aiomysql", "pylibseekdb"], extra=vars(args))
     print_environment(env)
-    wanted = set((args.only or "ours,mysqldb,sqlite").split(","))
+    wanted = set((args.only or "ours,ours_async,mysqldb,sqlite").split(","))
     results: dict[str, Any] = {}
     with seekdb_or_url(args.url) as server:
         host, port = ("127.0.0.1", server.port) if server else (args.url.split("@")[1].split(":")[0], int(args.url.rsplit(":", 1)[1]))
         tmp = tempfile.mkdtemp(prefix="agno-bench-")
         states: dict[str, dict[str, Any]] = {}
         opened: list[Any] = []
-        for name in ("ours", "mysqldb", "sqlite"):
+        for name in ("ours", "ours_async", "mysqldb", "sqlite"):
             if name not in wanted:
                 continue
             try:
