@@ -189,7 +189,7 @@ def open_system(name: str, host: str, port: int, tmp: str, args: argparse.Namesp
         ensure_database(host, port, "root", None, "agno_bench_ours_async", fresh=True)
         embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
         return OnThisLoop(AsyncOceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours_async",
-                                               embedder=embedder, memory_settings=MemorySettings(bump_access=False)))
+                                               embedder=embedder, memory_settings=MemorySettings(bump_access=False, batch_size=256)))
     if name == "ours":
         from adk_oceanbase.agno import OceanBaseAgnoDb
         from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
@@ -197,7 +197,7 @@ def open_system(name: str, host: str, port: int, tmp: str, args: argparse.Namesp
         ensure_database(host, port, "root", None, "agno_bench_ours", fresh=True)
         embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
         return OceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours", embedder=embedder,
-                               memory_settings=MemorySettings(bump_access=False))
+                               memory_settings=MemorySettings(bump_access=False, batch_size=256))
     if name == "mysqldb":
         from agno.db.mysql import MySQLDb
 
