@@ -32,7 +32,7 @@ from uuid import uuid4
 
 from agno.db.schemas.memory import UserMemory
 from agno.db.utils import validate_pagination
-from sqlalchemy import delete, func, insert, select, text, update
+from sqlalchemy import BigInteger, cast, delete, func, insert, select, text, update
 
 from ..errors import InvalidValueError, MemoryTooLongError, MemoryWriteRaceError
 from ..governance import guard
@@ -50,11 +50,17 @@ _SERVER_NOW = text("CURRENT_TIMESTAMP(6)")
 _EXTRACTOR = "agno"
 _AUTHOR = "user"  # an Agno memory is a fact about the user: the asker signal treats it as the user's words
 _FIELDS = ("input", "agent_id", "team_id", "feedback")
-_COLUMNS = (M.c.memory_id, M.c.user_id, M.c.content, M.c.topics, M.c.custom_metadata, M.c.created_at, M.c.updated_at)
+_COLUMNS = (M.c.memory_id, M.c.user_id, M.c.content, M.c.topics, M.c.custom_metadata, M.c.created_at, M.c.stored_at)
 
 
 def _agno_field(name: str) -> Any:
     return func.json_unquote(func.json_extract(M.c.custom_metadata, f"$.agno.{name}"))
+
+
+def _updated_at() -> Any:
+    """Agno's ``updated_at`` (epoch seconds, kept in the metadata: the row's own ``updated_at`` moves when the
+    vectorizer stores an embedding); for a memory the ADK service wrote, when the server stored it."""
+    return func.coalesce(cast(_agno_field("updated_at"), BigInteger), func.unix_timestamp(M.c.stored_at))
 
 
 def _as_dict(row: Any) -> dict[str, Any]:
@@ -69,7 +75,7 @@ def _as_dict(row: Any) -> dict[str, Any]:
         "team_id": meta.get("team_id"),
         "feedback": meta.get("feedback"),
         "created_at": epoch(row.created_at),
-        "updated_at": epoch(row.updated_at),
+        "updated_at": meta.get("updated_at") if meta.get("updated_at") is not None else epoch(row.stored_at),
     }
 
 
@@ -164,10 +170,11 @@ class MemoriesMixin(AgnoCore):
                 created = d["created_at"] if old is None else epoch(old.created_at)
                 stamp = d["updated_at"] if preserve_updated_at and d["updated_at"] else (created if old is None else now)
                 st = search_text(_AUTHOR, utc(created), d["content"])
+                meta = {**d["meta"], "agno": {**d["meta"]["agno"], "updated_at": stamp}}
                 values = {
                     "content": d["content"], "content_hash": content_hash(d["content"]), "search_text": st,
                     "term_count": sum(doc_terms(st).values()), "topics": dumps(d["topics"]),
-                    "custom_metadata": dumps(d["meta"]), "updated_at": utc(stamp), "tainted": d["tainted"],
+                    "custom_metadata": dumps(meta), "updated_at": utc(None), "tainted": d["tainted"],
                 }
                 moved = old is None or old.content != d["content"] or old.embed_status == "deleted"
                 if old is None:
@@ -237,7 +244,7 @@ class MemoriesMixin(AgnoCore):
             stmt = stmt.where(func.json_contains(M.c.topics, dumps(topic)) == 1)
         if search_content is not None:
             stmt = stmt.where(func.lower(M.c.content).contains(search_content.lower(), autoescape=True))
-        col = {"memory": M.c.content, "updated_at": M.c.updated_at, "created_at": M.c.created_at,
+        col = {"memory": M.c.content, "updated_at": _updated_at(), "created_at": M.c.created_at,
                "user_id": M.c.user_id, "memory_id": M.c.memory_id}.get(sort_by or "", None)
         listing = stmt
         if col is not None:
@@ -295,18 +302,18 @@ class MemoriesMixin(AgnoCore):
     ) -> tuple[list[dict[str, Any]], int]:
         validate_pagination(limit, page)
         stmt = select(M.c.user_id, func.count(M.c.memory_id).label("total_memories"),
-                      func.max(M.c.updated_at).label("last")).where(*self._live())
+                      func.max(_updated_at()).label("last")).where(*self._live())
         if user_id is not None:
             stmt = stmt.where(M.c.user_id == self._id("user_id", user_id))
         stmt = stmt.group_by(M.c.user_id)
-        listing = paged(stmt.order_by(func.max(M.c.updated_at).desc()), limit, page)
+        listing = paged(stmt.order_by(func.max(_updated_at()).desc(), M.c.user_id), limit, page)
 
         async def read(conn: Any) -> tuple[list[Any], int]:
             rows = (await conn.execute(listing)).all()
             return rows, int((await conn.execute(page_of(stmt))).scalar() or 0) if rows else 0
 
         rows, total = await self._read(read)
-        return [{"user_id": r.user_id, "total_memories": int(r.total_memories), "last_memory_updated_at": epoch(r.last)}
+        return [{"user_id": r.user_id, "total_memories": int(r.total_memories), "last_memory_updated_at": int(r.last)}
                 for r in rows], total
 
     # ------------------------------------------------------------------ deleting

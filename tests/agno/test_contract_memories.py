@@ -46,6 +46,10 @@ async def test_listing_filters_pages_and_counts(both):
             mem("m4", "Has a cat named Miso", user="u2", topics=["pets"], created=now - 20)]
     for m in rows:
         await both("upsert_user_memory", m)
+    # the vectorizer has stored the embeddings (it rewrites agent_memories.updated_at): Agno's times must not move
+    await both.db.memory_service.flush()
+    ref, ours = await both("get_user_memory", "m4")
+    assert ours.updated_at == ref.updated_at == now - 20
     cases = [dict(user_id="u1", sort_by="created_at", sort_order="asc"),
              dict(user_id="u1", topics=["food"], sort_by="created_at", sort_order="asc"),
              dict(user_id="u1", topics=["food", "health"]),
