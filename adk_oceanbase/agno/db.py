@@ -41,6 +41,7 @@ from ..schema_agno import (
 from .core import DEFAULT_APP
 from .memories import MemoriesMixin
 from .records import RecordsMixin
+from .runs import RunsMixin
 from .sessions import SessionsMixin
 from .traces import TracesMixin
 
@@ -61,7 +62,7 @@ def _db_id(app_name: str, where: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"adk-oceanbase:{where}#{app_name}"))
 
 
-class AsyncOceanBaseAgnoDb(SessionsMixin, MemoriesMixin, RecordsMixin, TracesMixin, AsyncBaseDb):
+class AsyncOceanBaseAgnoDb(SessionsMixin, RunsMixin, MemoriesMixin, RecordsMixin, TracesMixin, AsyncBaseDb):
     """Agno's async database on OceanBase / seekdb / MySQL, sharing tables and memories with the ADK services.
 
     Args:
