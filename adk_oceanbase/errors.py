@@ -37,6 +37,7 @@ __all__ = [
     "MemoryTooLongError",
     "MemoryWriteRaceError",
     "PacketTooLargeError",
+    "PayloadTooLargeError",
     "PrivilegedAuthorError",
     "QueryTimeoutError",
     "SchemaConflictError",
@@ -116,6 +117,10 @@ class StateTooLargeError(InvalidStateError):
 
 class MemoryTooLongError(ValidationError):
     """Memory content longer than ``MemorySettings.max_content_chars``."""
+
+
+class PayloadTooLargeError(ValidationError):
+    """An Agno record (a session's data, a run, a trace span...) whose JSON exceeds ``Config.max_event_bytes``; nothing written."""
 
 
 class PrivilegedAuthorError(ValidationError):

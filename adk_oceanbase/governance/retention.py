@@ -51,6 +51,7 @@ from ..errors import SchemaMissingError, ValidationError, typed_errors
 from ..validation import check_id
 from . import langgraph_sweep as lg
 from . import queries as q
+from .agno_retention import agno_apps, sweep_agno_sessions
 from ..gateway import connection, transaction
 
 __all__ = ["Retention", "RetentionPolicy", "RetentionWorker", "SweepCounts", "parse_duration", "sweep"]
@@ -218,7 +219,8 @@ async def sweep(
     if wanted is None:
         async with connection(db) as conn:
             targets = sorted({r[0] for r in (await conn.execute(q.select_apps())).all()}
-                             | {r[0] for r in (await conn.execute(lg.APPS)).all()})
+                             | {r[0] for r in (await conn.execute(lg.APPS)).all()}
+                             | {r[0] for r in (await conn.execute(agno_apps())).all()})
     else:
         targets = wanted
     for app in targets:
@@ -226,6 +228,10 @@ async def sweep(
         if ttl.session_ttl is not None:
             cutoff = clock - timedelta(seconds=ttl.session_ttl)
             total.add(await _sweep_sessions(db, app, cutoff, session_batch, dry_run, audit))
+            # Agno sessions count as sessions, their runs as events (adk_oceanbase.agno)
+            agno_sessions, agno_runs = await sweep_agno_sessions(db, app, cutoff, session_batch, dry_run, audit)
+            total.sessions += agno_sessions
+            total.events += agno_runs
         if ttl.memory_ttl is not None:
             cutoff = clock - timedelta(seconds=ttl.memory_ttl)
             deleted, kept = await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)

@@ -262,3 +262,181 @@ CREATE TABLE lg_store_fields (                            -- a Store item's inde
   INDEX ix_lg_fields_user (app_name, user_id),
   INDEX ix_lg_fields_memory (app_name, memory_user, memory_id)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+-- ---------------------------------------------------------------- Agno (revision 0018, adk_oceanbase.agno)
+-- Agno's BaseDb on this store: sessions with their runs, metrics, eval runs, knowledge, traces, spans,
+-- learnings and the schema version (Agno's user memories are rows of agent_memories).
+CREATE TABLE agno_ob_eval_runs (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  run_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  eval_type VARCHAR(50) NOT NULL,
+  eval_data LONGTEXT,
+  eval_input LONGTEXT,
+  name VARCHAR(255),
+  agent_id VARCHAR(128) COLLATE utf8mb4_bin,
+  team_id VARCHAR(128) COLLATE utf8mb4_bin,
+  workflow_id VARCHAR(128) COLLATE utf8mb4_bin,
+  model_id VARCHAR(128) COLLATE utf8mb4_bin,
+  model_provider VARCHAR(128),
+  evaluated_component_name VARCHAR(255),
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  CONSTRAINT pk_agno_ob_eval_runs PRIMARY KEY (app_name, run_id),
+  INDEX ix_agno_evals_time (app_name, created_at)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_knowledge (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  name VARCHAR(255),
+  description LONGTEXT,
+  metadata LONGTEXT,
+  type VARCHAR(50),
+  size BIGINT,
+  linked_to VARCHAR(128) COLLATE utf8mb4_bin,
+  access_count BIGINT,
+  created_at BIGINT,
+  updated_at BIGINT,
+  status VARCHAR(50),
+  status_message LONGTEXT,
+  external_id VARCHAR(128) COLLATE utf8mb4_bin,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  CONSTRAINT pk_agno_ob_knowledge PRIMARY KEY (app_name, id),
+  INDEX ix_agno_knowledge_user (app_name, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_learnings (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  learning_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  learning_type VARCHAR(64) NOT NULL,
+  namespace VARCHAR(128) COLLATE utf8mb4_bin,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  agent_id VARCHAR(128) COLLATE utf8mb4_bin,
+  team_id VARCHAR(128) COLLATE utf8mb4_bin,
+  workflow_id VARCHAR(128) COLLATE utf8mb4_bin,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin,
+  entity_id VARCHAR(128) COLLATE utf8mb4_bin,
+  entity_type VARCHAR(64),
+  content LONGTEXT,
+  metadata LONGTEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  CONSTRAINT pk_agno_ob_learnings PRIMARY KEY (app_name, learning_id),
+  INDEX ix_agno_learnings_type (app_name, learning_type, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_metrics (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  agent_runs_count BIGINT NOT NULL DEFAULT '0',
+  team_runs_count BIGINT NOT NULL DEFAULT '0',
+  workflow_runs_count BIGINT NOT NULL DEFAULT '0',
+  agent_sessions_count BIGINT NOT NULL DEFAULT '0',
+  team_sessions_count BIGINT NOT NULL DEFAULT '0',
+  workflow_sessions_count BIGINT NOT NULL DEFAULT '0',
+  users_count BIGINT NOT NULL DEFAULT '0',
+  token_metrics LONGTEXT,
+  model_metrics LONGTEXT,
+  date DATE NOT NULL,
+  aggregation_period VARCHAR(20) NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  completed SMALLINT NOT NULL DEFAULT '0',
+  CONSTRAINT pk_agno_ob_metrics PRIMARY KEY (app_name, id),
+  CONSTRAINT uq_agno_metrics_bucket UNIQUE (app_name, date, aggregation_period, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_runs (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  run_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  run_type VARCHAR(20),
+  agent_id VARCHAR(128) COLLATE utf8mb4_bin,
+  team_id VARCHAR(128) COLLATE utf8mb4_bin,
+  workflow_id VARCHAR(128) COLLATE utf8mb4_bin,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  parent_run_id VARCHAR(128) COLLATE utf8mb4_bin,
+  status VARCHAR(32),
+  run_index BIGINT,
+  run_data LONGTEXT NOT NULL,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  CONSTRAINT pk_agno_ob_runs PRIMARY KEY (app_name, run_id),
+  INDEX ix_agno_runs_session (app_name, session_id, run_index),
+  INDEX ix_agno_runs_user (app_name, user_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_schema_versions (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  table_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  version VARCHAR(16) NOT NULL,
+  created_at VARCHAR(64) NOT NULL,
+  updated_at VARCHAR(64),
+  CONSTRAINT pk_agno_ob_schema_versions PRIMARY KEY (app_name, table_name)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_sessions (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_type VARCHAR(20) NOT NULL,
+  agent_id VARCHAR(128) COLLATE utf8mb4_bin,
+  team_id VARCHAR(128) COLLATE utf8mb4_bin,
+  workflow_id VARCHAR(128) COLLATE utf8mb4_bin,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  session_data LONGTEXT,
+  agent_data LONGTEXT,
+  team_data LONGTEXT,
+  workflow_data LONGTEXT,
+  metadata LONGTEXT,
+  summary LONGTEXT,
+  created_at BIGINT NOT NULL,
+  updated_at BIGINT,
+  touched_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
+  CONSTRAINT pk_agno_ob_sessions PRIMARY KEY (app_name, session_id),
+  INDEX ix_agno_sessions_touched (app_name, touched_at),
+  INDEX ix_agno_sessions_type (app_name, session_type, created_at),
+  INDEX ix_agno_sessions_user (app_name, user_id, created_at)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_spans (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  span_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  trace_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  parent_span_id VARCHAR(128) COLLATE utf8mb4_bin,
+  name VARCHAR(255),
+  span_kind VARCHAR(50),
+  status_code VARCHAR(50),
+  status_message LONGTEXT,
+  start_time VARCHAR(64) NOT NULL,
+  end_time VARCHAR(64) NOT NULL,
+  duration_ms BIGINT,
+  attributes LONGTEXT,
+  created_at VARCHAR(64) NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  CONSTRAINT pk_agno_ob_spans PRIMARY KEY (app_name, span_id),
+  INDEX ix_agno_spans_trace (app_name, trace_id, start_time)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE agno_ob_traces (
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  trace_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  name VARCHAR(255),
+  status VARCHAR(50),
+  start_time VARCHAR(64) NOT NULL,
+  end_time VARCHAR(64) NOT NULL,
+  duration_ms BIGINT,
+  run_id VARCHAR(128) COLLATE utf8mb4_bin,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin,
+  agent_id VARCHAR(128) COLLATE utf8mb4_bin,
+  team_id VARCHAR(128) COLLATE utf8mb4_bin,
+  workflow_id VARCHAR(128) COLLATE utf8mb4_bin,
+  created_at VARCHAR(64) NOT NULL,
+  CONSTRAINT pk_agno_ob_traces PRIMARY KEY (app_name, trace_id),
+  INDEX ix_agno_traces_run (app_name, run_id),
+  INDEX ix_agno_traces_session (app_name, session_id),
+  INDEX ix_agno_traces_start (app_name, start_time)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+

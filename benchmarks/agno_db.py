@@ -1,0 +1,266 @@
+"""Agno databases side by side (issue 28): ours vs Agno's ``MySQLDb`` on the same seekdb server, and ``SqliteDb``.
+
+Timed per system, the calls an Agno ``Agent`` makes on every turn, through
+Agno's synchronous ``BaseDb`` API (what ``Agent.run`` calls; ours is
+``OceanBaseAgnoDb``, which runs the async implementation on its own loop):
+
+* ``upsert_session`` of a session that has 10 or 200 runs (the runs are
+  stored before timing with ``upsert_run``; in Agno 3.1 ``upsert_session``
+  writes the session row only) and ``get_session`` of it (the full runs);
+* ``upsert_run`` (one new run appended to a session);
+* (``ours`` is ``OceanBaseAgnoDb``; ``ours_async`` the same database as
+  ``AsyncOceanBaseAgnoDb`` awaited on the caller's own loop, as ``Agent.arun``
+  uses it: the difference is the sync facade's hop to its loop thread);
+* memory search at ``--memories`` memories of one user:
+  ``get_user_memories(user_id=, search_content=, limit=10)``.  The same call,
+  not the same work: Agno's databases match a substring (``LIKE %q%``, a scan
+  of the user's rows), ours runs the hybrid retrieval (BM25 over the user's
+  postings + vector + recency ...).  The query words are drawn from the
+  memories, so both find something.
+
+Ours and ``MySQLDb`` each get a database of their own on one seekdb server
+started here (or ``--url``, a MySQL-protocol server: ``root@host:port``);
+``SqliteDb`` a temporary file.  Ours embeds with ``HashEmbedder`` unless
+``--embedder minilm`` (a query is then embedded on every search).  All
+systems are loaded with the same seeded data first; then each operation is
+timed sample by sample on every system in turn, the order rotating, so a
+load change on a shared machine hits all of them alike.
+
+Usage::
+
+    python benchmarks/agno_db.py [--sessions 20] [--repeats 60] [--memories 10000] [--embedder hash|minilm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import random
+import sys
+import tempfile
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+
+from _common import ensure_database, environment, print_environment, seekdb_or_url, summarize, write_json  # noqa: E402
+
+WORDS = ("tea coffee lisbon porto denver sister brother cello piano hospital school bicycle train garden cat dog "
+         "marathon novel jazz chess pasta sushi museum beach mountain river violin soccer tennis yoga painting").split()
+
+
+def make_run(rng: random.Random, sid: str, i: int) -> Any:
+    from agno.models.message import Message
+    from agno.run.agent import RunOutput
+    from agno.run.base import RunStatus
+
+    said = " ".join(rng.choice(WORDS) for _ in range(40))
+    return RunOutput(run_id=f"{sid}-r{i}", session_id=sid, agent_id="bench", user_id="u1", content=said,
+                     status=RunStatus.completed, created_at=int(time.time()),
+                     messages=[Message(role="user", content=said), Message(role="assistant", content=said[::-1])])
+
+
+def make_session(sid: str, runs: list[Any]) -> Any:
+    from agno.session import AgentSession
+
+    return AgentSession(session_id=sid, agent_id="bench", user_id="u1", session_data={"session_state": {"n": 0}},
+                        runs=runs, created_at=int(time.time()))
+
+
+def setup_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Stores the sessions (10 and 200 runs each) and the searched user's memories; returns what the timing needs."""
+    from agno.db.schemas.memory import UserMemory
+
+    rng = random.Random(7)  # the same data for every system
+    state: dict[str, Any] = {"db": db, "sessions": {}}
+    for size in (10, 200):
+        state["sessions"][size] = []
+        for k in range(args.sessions):
+            sid = f"{size}-{k}"
+            runs = [make_run(rng, sid, i) for i in range(size)]
+            db.upsert_session(make_session(sid, []))
+            for i, r in enumerate(runs):
+                db.upsert_run(r, session_id=sid, user_id="u1", run_index=i)
+            state["sessions"][size].append(make_session(sid, runs))
+    t0 = time.perf_counter()
+    batch = []
+    for i in range(args.memories):
+        text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" (note {i})"
+        batch.append(UserMemory(memory_id=f"m{i}", memory=text, user_id="mu", topics=[rng.choice(WORDS)]))
+        if len(batch) == 500:
+            db.upsert_memories(batch)
+            batch = []
+    if batch:
+        db.upsert_memories(batch)
+    if hasattr(db, "memory_service"):
+        db.call(db.memory_service.flush())  # embeddings stored before timing search
+    state["load_memories_s"] = time.perf_counter() - t0
+    state["next_run"] = 1000
+    return state
+
+
+def operations(size_rng: random.Random) -> dict[str, Callable[[dict[str, Any], Any], Callable[[], Any]]]:
+    """Per operation, given a system's state and the sample's shared choice, the call to time."""
+    from agno.db.base import SessionType
+
+    def upsert(size: int) -> Callable[[dict[str, Any], Any], Callable[[], Any]]:
+        def make(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+            s = st["sessions"][size][pick[0] % len(st["sessions"][size])]
+            s.session_data = {"session_state": {"n": pick[1]}}
+            return lambda: st["db"].upsert_session(s)
+        return make
+
+    def get(size: int) -> Callable[[dict[str, Any], Any], Callable[[], Any]]:
+        def make(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+            sid = st["sessions"][size][pick[0] % len(st["sessions"][size])].session_id
+
+            def call() -> None:
+                got = st["db"].get_session(sid, SessionType.AGENT)
+                assert got is not None and len(got.runs) == size
+            return call
+        return make
+
+    def append_run(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+        i = st["next_run"] = st["next_run"] + 1
+        run = make_run(random.Random(i), "10-0", i)
+        return lambda: st["db"].upsert_run(run, session_id="10-0", user_id="u1", run_index=i)
+
+    def search(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+        query = " ".join(random.Random(pick[0]).sample(WORDS, 2))
+        return lambda: st["db"].get_user_memories(user_id="mu", search_content=query, limit=10)
+
+    return {"upsert_session_10": upsert(10), "get_session_10": get(10), "upsert_session_200": upsert(200),
+            "get_session_200": get(200), "upsert_run": append_run, "memory_search": search}
+
+
+def time_interleaved(states: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """Each operation, sample by sample, on every system in turn (the order rotating), so load drifts hit all alike."""
+    rng = random.Random(11)
+    out: dict[str, dict[str, Any]] = {name: {} for name in states}
+    for op, make in operations(rng).items():
+        samples: dict[str, list[float]] = {name: [] for name in states}
+        names = list(states)
+        for n in range(args.repeats + 3):
+            pick = (rng.randrange(10**6), rng.random())
+            order = names[n % len(names):] + names[:n % len(names)]
+            for name in order:
+                call = make(states[name], pick)
+                t0 = time.perf_counter()
+                call()
+                if n >= 3:  # warm-up
+                    samples[name].append(time.perf_counter() - t0)
+        for name in states:
+            out[name][op] = summarize(samples[name])
+        print(op, {name: round(out[name][op]["p50_ms"], 2) for name in states}, flush=True)
+    return out
+
+
+class OnThisLoop:
+    """``AsyncOceanBaseAgnoDb`` driven from this thread's own event loop: ours without the sync facade's thread hop."""
+
+    def __init__(self, db: Any):
+        import asyncio
+
+        self.aio, self.loop = db, asyncio.new_event_loop()
+        self.memory_service = db.memory_service
+
+    def call(self, coro: Any) -> Any:
+        return self.loop.run_until_complete(coro)
+
+    def __getattr__(self, name: str) -> Any:
+        method = getattr(self.aio, name)
+        return lambda *a, **k: self.loop.run_until_complete(method(*a, **k))
+
+    def close(self) -> None:
+        self.loop.run_until_complete(self.aio.aclose())
+        self.loop.close()
+
+
+def open_system(name: str, host: str, port: int, tmp: str, args: argparse.Namespace) -> Any:
+    if name == "ours_async":
+        from adk_oceanbase.agno import AsyncOceanBaseAgnoDb
+        from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
+
+        ensure_database(host, port, "root", None, "agno_bench_ours_async", fresh=True)
+        embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
+        return OnThisLoop(AsyncOceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours_async",
+                                               embedder=embedder, memory_settings=MemorySettings(bump_access=False, batch_size=256)))
+    if name == "ours":
+        from adk_oceanbase.agno import OceanBaseAgnoDb
+        from adk_oceanbase.memory import HashEmbedder, MemorySettings, default_embedder
+
+        ensure_database(host, port, "root", None, "agno_bench_ours", fresh=True)
+        embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
+        return OceanBaseAgnoDb(f"oceanbase://root@{host}:{port}/agno_bench_ours", embedder=embedder,
+                               memory_settings=MemorySettings(bump_access=False, batch_size=256))
+    if name == "mysqldb":
+        from agno.db.mysql import MySQLDb
+
+        ensure_database(host, port, "root", None, "agno_bench_mysql", fresh=True)
+        return MySQLDb(db_url=f"mysql+pymysql://root@{host}:{port}/agno_bench_mysql", db_schema="agno_bench_mysql")
+    from agno.db.sqlite import SqliteDb
+
+    return SqliteDb(db_file=os.path.join(tmp, "agno.db"))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=20, help="sessions per size (10 and 200 runs)")
+    parser.add_argument("--repeats", type=int, default=60, help="timed calls per operation")
+    parser.add_argument("--memories", type=int, default=10_000, help="memories of the searched user")
+    parser.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
+    parser.add_argument("--url", default=None, help="root@host:port of a running MySQL-protocol server (default: start seekdb)")
+    parser.add_argument("--only", default=None, help="comma-separated systems: ours,ours_async,mysqldb,sqlite")
+    parser.add_argument("--out", default=str(HERE / "results" / f"agno_db-{time.strftime('%Y-%m-%d')}.json"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    env = environment(["agno", "sqlalchemy", "pymysql", "aiomysql", "pylibseekdb"], extra=vars(args))
+    print_environment(env)
+    wanted = set((args.only or "ours,ours_async,mysqldb,sqlite").split(","))
+    results: dict[str, Any] = {}
+    with seekdb_or_url(args.url) as server:
+        host, port = ("127.0.0.1", server.port) if server else (args.url.split("@")[1].split(":")[0], int(args.url.rsplit(":", 1)[1]))
+        tmp = tempfile.mkdtemp(prefix="agno-bench-")
+        states: dict[str, dict[str, Any]] = {}
+        opened: list[Any] = []
+        for name in ("ours", "ours_async", "mysqldb", "sqlite"):
+            if name not in wanted:
+                continue
+            try:
+                db = open_system(name, host, port, tmp, args)
+                opened.append(db)
+                t0 = time.perf_counter()
+                states[name] = setup_system(name, db, args)
+                results[name] = {"setup_s": time.perf_counter() - t0, "load_memories_s": states[name]["load_memories_s"]}
+            except Exception as exc:  # noqa: BLE001 - record why a system could not run, keep the others
+                results[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": traceback.format_exc()[-4000:]}
+                print(f"{name}: FAILED {results[name]['error']}", flush=True)
+        try:
+            for name, timings in time_interleaved(states, args).items():
+                results[name].update(timings)
+        finally:
+            for db in opened:
+                try:
+                    db.close()
+                except Exception:  # noqa: BLE001
+                    pass
+    ops = ("upsert_session_10", "get_session_10", "upsert_session_200", "get_session_200", "upsert_run", "memory_search")
+    print("\n| operation | " + " | ".join(results) + " |")
+    print("|---|" + "---|" * len(results))
+    for op in ops:
+        cells = []
+        for r in results.values():
+            s = r.get(op)
+            cells.append("n/a" if not s else f"{s['p50_ms']:.2f} / {s['p95_ms']:.2f}")
+        print(f"| {op} (p50 / p95 ms) | " + " | ".join(cells) + " |")
+    write_json(args.out, {"environment": env, "results": results})
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()
