@@ -52,6 +52,8 @@ from typing import Any, Sequence
 
 from sqlalchemy import text
 from sqlalchemy.sql.elements import TextClause
+from sqlalchemy.sql.selectable import TextualSelect
+from sqlalchemy.types import TypeEngine
 
 from . import relevance as rv
 from .asker import AGENT, USER
@@ -534,10 +536,12 @@ def numpy_prefilter(
     settings: MemorySettings,
     filters: SearchFilters | None = None,
     fulltext_overfetch: int | None = None,
-) -> tuple[TextClause, dict[str, Any]]:
+    vector_type: TypeEngine,
+) -> tuple[TextualSelect, dict[str, Any]]:
     """MySQL path: the user's newest rows plus their best BM25 matches, scored later in numpy.
 
-    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``,
+    Output columns: :data:`ROW_COLUMNS`, ``embedding`` (read through ``vector_type``,
+    the engine's: a numpy array or ``None``), ``embedding_model``,
     ``fts`` and ``ft_cov`` (0 for rows outside the BM25 candidates; ``ft_cov``
     is also the relevance gate's lexical evidence).  The full-text candidates are exactly :func:`hybrid_search`'s
     (the same ``ft`` CTE), so both paths see the same full-text list; the
@@ -551,7 +555,7 @@ def numpy_prefilter(
     if not terms:
         sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov FROM {T} m " \
               f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
-        return text(sql), params
+        return text(sql).columns(embedding=vector_type), params
     ft_where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
     ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool, overfetch=fulltext_overfetch)
     sql = (
@@ -560,4 +564,4 @@ def numpy_prefilter(
         f"JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id "
         "LEFT JOIN ft ON ft.memory_id = c.memory_id"
     )
-    return text(sql), params
+    return text(sql).columns(embedding=vector_type), params

@@ -9,13 +9,9 @@ worker, and the MySQL scoring is :mod:`.scoring`.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import logging
 import random
-import time
-from collections import namedtuple
-from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
@@ -30,7 +26,6 @@ from ..audit import AuditEntry, AuditSettings, Auditor, audited, by_ids, by_sess
 from ..config import Config
 from ..engine import Database
 from ..errors import (
-    OB_INTERNAL_ERROR,
     EmbeddingModelMismatchError,
     MemoryTooLongError,
     MemoryWriteRaceError,
@@ -49,17 +44,16 @@ from ..validation import check_id, check_text, check_timestamp
 from . import arguments as args
 from . import postings
 from . import queries as q
-from . import search_sql as sq
+from . import vector_queries as vq
 from .asker import author_cue
 from .consolidation import content_hash, write_drafts
 from .embedding import Embedder, default_embedder
-from .lexical import stem_text
 from .poisoning import check_author, guard_drafts
-from .queries import ROW_COLUMNS
 from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, memory_id_for, turn_drafts
+from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts
+from .retrieval import ProfileCache, Retriever, SearchRequest
+from .retrievers import retriever_for
 from .search_sql import SearchFilters
-from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
-from .scoring import Signals, rank_rows
 from .settings import MemorySettings, ScoreWeights
 from .vectorizer import Vectorizer
 
@@ -139,10 +133,30 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         self._redaction = redaction
         self._auditor = Auditor(audit)
         self._embedder = embedder or default_embedder()
+        self._profiles = ProfileCache()
         self.settings = settings or MemorySettings()
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
-        self._profiles: dict[tuple[str, str], _UserProfile] = {}
+
+    @property
+    def settings(self) -> MemorySettings:
+        """The service's knobs; replacing them (``dataclasses.replace``) takes effect from the next search."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value: MemorySettings) -> None:
+        self._settings = value
+        self._retriever: Retriever | None = None
+
+    @property
+    def retriever(self) -> Retriever:
+        """The search seam this service asks (:mod:`.retrieval`): the engine's own, or ``settings.scoring``'s.
+
+        Needs a started database (any call of the service starts it).
+        """
+        if self._retriever is None:
+            self._retriever = retriever_for(self._db, self._settings, self._embedder.model_name, self._profiles)
+        return self._retriever
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -171,7 +185,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
                 f"column holds {want_dim}-d ones (Config.embedding_dim)"
             )
         async with gateway.connection(self._db) as conn:
-            rows = (await conn.execute(q.embedding_models_in_use())).all()
+            rows = (await conn.execute(vq.embedding_models_in_use())).all()
         others = [(m, d, n) for m, d, n in rows if m != self._embedder.model_name or d != self._embedder.dim]
         if others:
             desc = ", ".join(f"{m} ({d}-d, {n} rows)" for m, d, n in others)
@@ -191,10 +205,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         is planned as an exact scan).
         """
         await self._engine()
-        if not self._db.dialect.native_vectors:
+        if not await self.retriever.rebuild_index():
             return False
-        async with self._tx() as conn:
-            await conn.execute(q.REBUILD_VECTOR_INDEX)
         await self._read(lambda conn: self.vectorizer.upkeep.refresh_statistics(conn, force=True))
         return True
 
@@ -205,7 +217,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         Deleted memories (tombstones) stay deleted; the count includes
         tombstones whose model was cleared.
         """
-        stmt, params = q.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
+        stmt, params = vq.reset_other_models(self._embedder.model_name, self._embedder.dim, _now())
 
         async def once() -> int:
             async with gateway.transaction(self._db) as conn:  # no schema check first: it refuses the other model
@@ -450,7 +462,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             return []
         if tainted := guard_drafts(drafts, self.settings.instruction_detector, self.settings.privileged_authors):
             logger.info("ingest guard: %d memory draft(s) stored tainted (%s)", len(tainted), ", ".join(sorted(set(tainted))))
-        self._learn_authors(app, user, drafts)
+        self._profiles.learn_authors((app, user), (d.author for d in drafts if d.author))
         now = _now()
 
         async def write(conn: Any) -> list[str] | None:
@@ -731,66 +743,18 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not query.strip():
             return []
         await self._engine()
-        profile = await self._profile(app, user)
-        drop = profile.author_terms if s.fulltext_drop_authors else frozenset()
-        # A zero full-text weight skips the BM25 candidates altogether, unless the relevance
-        # gate's lexical floor needs their coverage (ft_cov) or there is no query vector.
-        lexical_floor = s.relevance_min_lexical is not None
-        ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop) \
-            if w.fulltext or lexical_floor else ""
-        qvec = await self._query_vector(query)
-        if qvec is None and not ft_query:
-            ft_query = sq.fulltext_query(query, drop_stopwords=s.fulltext_stopwords, drop_terms=drop)
-        now = _now() if now is None else q.naive_utc(now)
-        cue = author_cue(query)  # whose words the question is about (memory.asker)
-        use_sql = s.scoring == "sql" or (s.scoring == "auto" and self._db.dialect.native_vectors)
-
-        async def rank(conn: AsyncConnection) -> list[MemoryHit]:
-            return await self._search_numpy(conn, app, user, ft_query, qvec, now, k, w, flt, ms, profile, cue)
-
-        if use_sql:
-            hits = await self._search_sql(app, user, ft_query, qvec, now, k, w, flt, ms, profile, cue)
-        else:
-            hits = await self._read(rank)
+        request = SearchRequest(
+            app_name=app, user_id=user, query=query, query_vector=await self._query_vector(query),
+            now=_now() if now is None else q.naive_utc(now), top_k=k, weights=w, filters=flt, min_score=ms,
+            author_cue=author_cue(query),  # whose words the question is about (memory.asker)
+        )
+        hits = await self.retriever.search(request)
         if hits and (s.bump_access if bump_access is None else bump_access):
             # Its own transaction: a re-run read must not count its hits twice.
-            stmt, params = q.bump_access(app, user, [h.memory_id for h in hits], now)
+            stmt, params = q.bump_access(app, user, [h.memory_id for h in hits], request.now)
             async with self._tx() as conn:
                 await conn.execute(stmt, params)
         return hits
-
-    async def _profile(self, app: str, user: str) -> _UserProfile:
-        """The user's author-name stems and memory count (capped), cached ``author_cache_s``.
-
-        Authors feed ``fulltext_drop_authors``; the count decides, for
-        ``vector_search="auto"``, the exact vector scan (below ``exact_scan_rows``).
-        """
-        key = (app, user)
-        hit = self._profiles.get(key)
-        clock = time.monotonic()
-        if hit is not None and clock - hit.at < self.settings.author_cache_s:
-            return hit
-        cap = max(self.settings.exact_scan_rows, self.settings.fulltext_overfetch_rows)
-
-        async def load(conn: AsyncConnection) -> tuple[list[str], int]:
-            stmt, params = sq.user_authors(app, user)
-            names = [r[0] for r in (await conn.execute(stmt, params)).all()]
-            stmt, params = sq.user_rows_capped(app, user, cap)
-            return names, int((await conn.execute(stmt, params)).scalar() or 0)
-
-        names, rows = await self._read(load)
-        if len(self._profiles) > 10_000:
-            self._profiles.clear()
-        profile = _UserProfile(clock, _name_terms(names), rows)
-        self._profiles[key] = profile
-        return profile
-
-    def _learn_authors(self, app: str, user: str, drafts: Sequence[MemoryDraft]) -> None:
-        hit = self._profiles.get((app, user))
-        if hit is not None:
-            new = _name_terms(d.author for d in drafts if d.author)
-            if not new <= hit.author_terms:
-                self._profiles[(app, user)] = dataclasses.replace(hit, author_terms=hit.author_terms | new)
 
     async def _query_vector(self, query: str) -> Any:
         wait_loaded = getattr(self._embedder, "wait_loaded", None)
@@ -810,69 +774,6 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             logger.warning("query embedding failed; searching full-text only", exc_info=True)
             return None
 
-    def _overfetch(self, profile: _UserProfile, flt: SearchFilters | None, hnsw: bool = True) -> int | None:
-        """The postings-first full-text form's factor for big users without caller filters, else None.
-
-        ``hnsw``: the statement takes its vector candidates from the HNSW index.  Next to an exact
-        vector scan, or with no query vector, seekdb plans the postings-first form slowly or not at
-        all (``MemorySettings.fulltext_overfetch_rows``); MariaDB (the numpy path) plans it well.
-        """
-        s = self.settings
-        filtered = flt is not None and any(v for v in dataclasses.astuple(flt))
-        if s.fulltext_overfetch is None or filtered or not hnsw or profile.rows < s.fulltext_overfetch_rows:
-            return None
-        return s.fulltext_overfetch
-
-    def _approximate(self, profile: _UserProfile) -> bool:
-        """Whether the vector candidates come from the HNSW index (else: exact scan of the user's rows)."""
-        mode = self.settings.vector_search
-        return mode == "ann" or (mode == "auto" and profile.rows >= self.settings.exact_scan_rows)
-
-    async def _search_sql(self, app, user, query, qvec, now, k, w, flt, ms, profile, cue) -> list[MemoryHit]:
-        """The one-statement ranking, sent with its query-vector ``SET`` in one round trip (``_read_batch``)."""
-        dialect, s = self._db.dialect, self.settings
-        approximate = self._approximate(profile)
-        encoded = None if qvec is None else dialect.encode_vector(qvec)
-        overfetch = self._overfetch(profile, flt, hnsw=encoded is not None and approximate)
-        # Big users: the BM25 statistics go into session variables first (postings.bm25_statistics:
-        # constants in the postings sum), in the same round trip and snapshot.
-        stats = None if overfetch is None or s.fulltext_statistics == "inline" \
-            else sq.set_fulltext_statistics(app, user, query)
-        batch = [sq.snapshot_reads()] if stats is not None else []
-        if encoded is not None:
-            # ef below the candidate LIMIT makes the filtered HNSW scan repeat itself:
-            # 88 ms vs 12 ms at pool 200 on seekdb (benchmarks/_scale.py)
-            ef = max(s.ef_search or 64, s.vector_pool(True, k)) if approximate else None
-            batch.append(sq.bind_query_vector(encoded, ef))
-        if stats is not None:
-            batch.append(stats)
-        batch.append(sq.hybrid_search(
-            app_name=app, user_id=user, query_vector=encoded,
-            query_text=query, embedding_model=self._embedder.model_name, now=now, top_k=k, weights=w,
-            settings=s, filters=flt, min_score=ms, approximate=approximate, fulltext_overfetch=overfetch,
-            fulltext_statistics="inline" if stats is None else "variables", author_cue=cue,
-        ))
-        # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
-        # one user, never twice in a row; a search is a pure read, so it runs once more.
-        _, tuples = (await self._read_batch(batch, rerun_codes=frozenset({OB_INTERNAL_ERROR})))[-1]
-        rows = [_SearchRow(*t) for t in tuples]
-        return [
-            _hit(r, Signals(float(r.sem), float(r.rec), float(r.freq), float(r.ft), float(r.imp), float(r.score),
-                            float(r.ctx), float(r.ver), ft_cov=float(r.ft_cov), author=float(r.auth)))
-            for r in rows
-        ]
-
-    async def _search_numpy(self, conn, app, user, query, qvec, now, k, w, flt, ms, profile, cue) -> list[MemoryHit]:
-        stmt, params = sq.numpy_prefilter(app_name=app, user_id=user, query_text=query, settings=self.settings,
-                                          filters=flt, fulltext_overfetch=self._overfetch(profile, flt))
-        rows = (await conn.execute(stmt, params)).all()
-        ranked = await asyncio.to_thread(
-            rank_rows, rows, query_vector=qvec, embedding_model=self._embedder.model_name,
-            decode=self._db.dialect.decode_vector, now=now, top_k=k, weights=w, settings=self.settings, min_score=ms,
-            author_cue=cue,
-        )
-        return [_hit(r, sig) for r, sig in ranked]
-
 
 def _confidence(value: Any) -> float:
     """``add_memory``'s confidence: a number in [0, 1], else a ValidationError naming it."""
@@ -885,32 +786,6 @@ def _confidence(value: Any) -> float:
     return x
 
 
-def _name_terms(names: Any) -> frozenset[str]:
-    """Match keys of single-word author names ("Caroline", "assistant").
-
-    Multi-word names ("travel_agent", "Dr Smith") are left alone: dropping
-    "travel" from every query of a travel agent would cost more than it saves.
-    """
-    out = set()
-    for name in names:
-        words = stem_text(name).split()
-        if len(words) == 1:
-            out.add(words[0])
-    return frozenset(out)
-
-
-@dataclass(frozen=True)
-class _UserProfile:
-    """What search needs to know about a user, cached per (app, user)."""
-
-    at: float
-    author_terms: frozenset[str]
-    rows: int
-    """The user's memory rows, counted up to ``exact_scan_rows`` (or ``fulltext_overfetch_rows``, the larger)."""
-
-
-_SearchRow = namedtuple("_SearchRow", (*ROW_COLUMNS, *sq.SIGNAL_COLUMNS))  # type: ignore[misc]
-"""A row of ``search_sql.hybrid_search``, by its documented column order."""
 _PREDATES_ERASURE = (
     "the user's memories were erased (delete_user_data) or opted out while this write was in flight; "
     "nothing was stored: read the session again before remembering it"
