@@ -17,11 +17,13 @@ decoder, :func:`.results.to_hit`.  Like ADK's ``MemorySearchBackend``, the
 retriever only reads: validation, the query embedding and the access
 bookkeeping stay with the caller.  Example, outside the memory service::
 
-    retriever = retriever_for(database, MemorySettings(), embedder.model_name, ProfileCache())
+    from adk_oceanbase.memory import MemorySettings, ProfileCache, ScoreWeights, SearchRequest, retriever_for
+
+    retriever = retriever_for(database, MemorySettings(), embedder.model_name, ProfileCache())  # a started Database
     hits = await retriever.search(SearchRequest(
         app_name="app", user_id="u1", query="where does Alice live?",
         query_vector=embedder.embed(["where does Alice live?"])[0],
-        now=datetime.utcnow(), top_k=5, weights=ScoreWeights(),
+        now=datetime(2025, 6, 1, 12), top_k=5, weights=ScoreWeights(),  # naive UTC
     ))
 
 What both implementations share lives here: the per-user profile cache
