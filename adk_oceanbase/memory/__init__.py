@@ -2,7 +2,7 @@
 
 from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
 from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
-from .search_sql import SearchFilters
+from .search_scope import SearchFilters
 from .poisoning import InstructionDetector, PatternDetector
 from .retrieval import ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for

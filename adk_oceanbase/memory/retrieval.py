@@ -46,9 +46,9 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from .. import gateway
 from ..engine import Database
 from ..errors import ValidationError
-from .lexical import stem_text
+from .lexical import fulltext_query, stem_text
 from .results import MemoryHit
-from .search_sql import SearchFilters, fulltext_query, user_authors, user_rows_capped
+from .search_scope import SearchFilters, user_authors, user_rows_capped
 from .settings import MemorySettings, ScoreWeights
 
 __all__ = ["ProfileCache", "Retriever", "SearchPlanner", "SearchRequest", "UserProfile"]

@@ -25,6 +25,7 @@ from ..errors import OB_INTERNAL_ERROR
 from . import queries as q
 from . import search_sql as sq
 from . import vector_queries as vq
+from .search_scope import numpy_prefilter
 from .consolidation import NeighbourSearch
 from .results import MemoryHit, SearchRow, to_hit
 from .retrieval import ProfileCache, SearchPlanner, SearchRequest
@@ -86,12 +87,12 @@ class OceanBaseRetriever(SearchPlanner):
 
 
 class MySQLRetriever(SearchPlanner):
-    """The SQL prefilter (:func:`.search_sql.numpy_prefilter`) ranked by :func:`.scoring.rank_rows` in a worker thread."""
+    """The SQL prefilter (:func:`.search_scope.numpy_prefilter`) ranked by :func:`.scoring.rank_rows` in a worker thread."""
 
     async def search(self, request: SearchRequest) -> list[MemoryHit]:
         app, user = request.app_name, request.user_id
         profile = await self.profile(app, user)
-        stmt, params = sq.numpy_prefilter(
+        stmt, params = numpy_prefilter(
             app_name=app, user_id=user, query_text=self.fulltext_query(request, profile), settings=self.settings,
             filters=request.filters, fulltext_overfetch=self.overfetch(profile, request.filters),
             vector_type=self.database.dialect.vector_type(),

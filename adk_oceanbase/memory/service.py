@@ -39,7 +39,7 @@ from .extraction import LlmExtractor, MemoryDraft, memory_id_for
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts
 from .retrieval import ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for
-from .search_sql import SearchFilters
+from .search_scope import SearchFilters
 from .settings import MemorySettings, ScoreWeights
 from .curation import MemoryCuration
 from .ingest import MemoryIngest
