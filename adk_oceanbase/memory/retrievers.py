@@ -99,7 +99,9 @@ class MySQLRetriever(SearchPlanner):
         )
 
         async def load(conn: AsyncConnection) -> list[Any]:
-            return list((await conn.execute(stmt, params)).all())
+            # The rows arrive buffered; building them runs the vector type's decoder, CPU work for
+            # up to numpy_scan_limit rows (seconds of text vectors on seekdb): off the event loop.
+            return await asyncio.to_thread((await conn.execute(stmt, params)).all)
 
         rows = await gateway.read(self.database, load)
         ranked = await asyncio.to_thread(
@@ -115,7 +117,8 @@ class MySQLRetriever(SearchPlanner):
         """The user's newest ``scan_limit`` stored facts, compared with the new vectors in numpy."""
         stmt, params = vq.near_duplicate_candidates(app_name, user_id, "", model, scan_limit, min_confidence,
                                                     dialect.vector_type())
-        return list((await conn.execute(stmt, params)).all())
+        # Decoding up to scan_limit stored vectors (the type's result processor) is CPU work: off the event loop.
+        return await asyncio.to_thread((await conn.execute(stmt, params)).all)
 
 
 RETRIEVERS: dict[str, type[OceanBaseRetriever] | type[MySQLRetriever]] = {
