@@ -38,12 +38,10 @@ from .errors import (
     ConfigurationError,
     SchemaMissingError,
     SchemaOutdatedError,
-    driver_error_code,
-    is_connection_lost,
     is_rerunnable,
     typed_errors,
 )
-from .rawtx import COMMIT, RawTransaction
+from .rawtx import RawTransaction
 
 __all__ = ["DatabaseService", "adk_uri"]
 
@@ -124,44 +122,14 @@ class DatabaseService:
         return self._db.engine
 
     async def _read(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
-        """Runs read-only ``work`` on a pooled connection; driver errors come out typed.
-
-        A pooled connection the server dropped (restart, ``KILL``, idle
-        timeout) fails its first statement with 2006/2013.  The pool's
-        checkout check (:mod:`.engine`) sets most aside unused; a read that
-        still meets one runs once more on a fresh connection, which is safe
-        because it changed nothing.  A second failure is raised.
-        """
+        """Runs read-only ``work`` on a pooled connection, once more after a dropped one (:func:`.gateway.read`)."""
         await self._engine()
-
-        async def once() -> T:
-            async with gateway.connection(self._db) as conn:
-                return await work(conn)
-
-        return await gateway.retrying(once, when=is_connection_lost, what="a read")
+        return await gateway.read(self._db, work)
 
     async def _read_batch(self, statements: Sequence[tuple[Any, Any]], *, rerun_codes: frozenset[int] = frozenset()) -> list[Any]:
-        """Runs read-only ``statements`` (and a COMMIT) in one round trip; returns each one's ``(count, rows)``.
-
-        For hot reads that need a session variable set first (memory search:
-        the query vector): SQLAlchemy would spend a round trip on the ``SET``,
-        another on the reset when the connection goes back to the pool, and
-        ~1 ms of CPU around the statement (1.8 ms per search at 100k rows,
-        issue #12).  Like :meth:`_read`, a read that meets a dropped pooled
-        connection, or fails with a server error in ``rerun_codes``, runs once
-        more; it changed nothing.  A second failure is raised.
-        """
+        """Runs read-only ``statements`` in one round trip on the driver connection (:func:`.gateway.read_batch`)."""
         await self._engine()
-        batch = [*statements, (COMMIT, None)]
-
-        async def once() -> list[Any]:
-            async with gateway.raw(self._db) as tx:
-                return (await tx.batch(batch))[: len(statements)]
-
-        def rerun(exc: BaseException) -> bool:  # typed errors keep the driver's as cause
-            return is_connection_lost(exc) or driver_error_code(exc.__cause__ or exc) in rerun_codes
-
-        return await gateway.retrying(once, when=rerun, what="a read")
+        return await gateway.read_batch(self._db, statements, rerun_codes=rerun_codes)
 
     async def _rerunnable_tx(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Runs ``work`` in one transaction, once more after a deadlock or a lost connection.

@@ -5,9 +5,9 @@ Services, query builders, the Alembic revisions and telemetry ask the active
 outside this one branches on the engine (tests/test_layering.py).  Both
 engines speak the MySQL protocol and share the ``INSERT ... ON DUPLICATE KEY
 UPDATE`` upsert, so only vector storage and scoring (``native_vectors``, the
-vector codec), per-connection settings, the DDL fragments that differ
-(vector column, vector index, full-text parser) and the engine's name for
-telemetry live here.
+vector codec and column type, where memory search ranks), per-connection
+settings, the DDL fragments that differ (vector column, vector index,
+full-text parser) and the engine's name for telemetry live here.
 
 The connected engine's dialect comes from its version string
 (:func:`dialect_for`, read by ``Database.start()``); before connecting, the
@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 from sqlalchemy.types import TypeEngine, UserDefinedType
+
+from .schema import DEFAULT_EMBEDDING_DIM, FLOAT32_VECTORS, TEXT_VECTORS, Vector, VectorCodec
 
 if TYPE_CHECKING:
     from .config import Config
@@ -79,13 +81,23 @@ class EngineDialect:
 
     # ---------------------------------------------------------------- vectors
 
+    vector_codec: VectorCodec = FLOAT32_VECTORS
+    """How the embedding column stores a vector (``schema.Vector``'s bind and result processors)."""
+
+    ranking: str = "numpy"
+    """Where memory search ranks (``MemorySettings.scoring="auto"``): ``"sql"``, one statement in the
+    engine, or ``"numpy"``, a SQL prefilter scored in Python; ``memory.retrievers`` maps it to a retriever."""
+
+    def vector_type(self, dim: int = DEFAULT_EMBEDDING_DIM) -> Vector:
+        """The embedding column's type with this engine's codec: bind and read vectors as numpy arrays."""
+        return Vector(dim, codec=self.vector_codec)
+
     def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str | bytes:
-        raise NotImplementedError
+        """The codec for raw-SQL hot paths that bypass SQLAlchemy's types (the search's query-vector ``SET``)."""
+        return self.vector_codec.encode(vec)
 
     def decode_vector(self, raw: object) -> np.ndarray | None:
-        raise NotImplementedError
-
-
+        return self.vector_codec.decode(raw)
 
 @dataclass(frozen=True)
 class OceanBaseDialect(EngineDialect):
@@ -96,6 +108,8 @@ class OceanBaseDialect(EngineDialect):
     rebuilds_vector_index: bool = True
     name: str = "oceanbase"
     native_vectors: bool = True
+    vector_codec: VectorCodec = TEXT_VECTORS
+    ranking: str = "sql"
 
     def init_statements(self, query_timeout_s: float) -> list[str]:
         # ob_query_timeout is in microseconds; the server default (10 s) is too
@@ -116,23 +130,6 @@ class OceanBaseDialect(EngineDialect):
         # A DDL waits for the server's DDL service: ob_query_timeout bounds it where
         # the server honours it (the hidden _ob_ddl_timeout, 1000 s, is cluster-wide).
         return [f"SET ob_query_timeout = {max(1, int(timeout_s * 1_000_000))}"]
-
-    def encode_vector(self, vec: Sequence[float] | np.ndarray) -> str:
-        arr = np.asarray(vec, dtype=np.float32)
-        # repr of float32 via float() keeps ~9 significant digits: enough for float32.
-        return "[" + ",".join(f"{float(x):.8g}" for x in arr) + "]"
-
-    def decode_vector(self, raw: object) -> np.ndarray | None:
-        if raw is None:
-            return None
-        if isinstance(raw, (bytes, bytearray)):
-            raw = raw.decode()
-        text = str(raw).strip().strip("[]")
-        if not text:
-            return np.zeros(0, dtype=np.float32)
-        return np.array([float(x) for x in text.split(",")], dtype=np.float32)
-
-
 
 
 @dataclass(frozen=True)
@@ -166,15 +163,6 @@ class MySQLDialect(EngineDialect):
         # DDL waits for the metadata lock of every open transaction that touched the
         # table, for lock_wait_timeout seconds: a year by default.
         return [f"SET SESSION lock_wait_timeout = {max(1, int(timeout_s))}"]
-
-    def encode_vector(self, vec: Sequence[float] | np.ndarray) -> bytes:
-        return np.asarray(vec, dtype="<f4").tobytes()
-
-    def decode_vector(self, raw: object) -> np.ndarray | None:
-        if raw is None:
-            return None
-        return np.frombuffer(bytes(raw), dtype="<f4").copy()
-
 
 
 def dialect_for(server_version: str) -> EngineDialect:

@@ -19,14 +19,14 @@ from benchmarks._ours import OursSystem
 
 @contextlib.contextmanager
 def spying() -> Iterator[list[tuple[list[dict], dict]]]:
-    """While open, every ``rank_rows`` call of the service records its rows and keyword arguments."""
-    import adk_oceanbase.memory.service as service_mod
+    """While open, every ``rank_rows`` call of the numpy retriever records its rows and keyword arguments."""
+    import adk_oceanbase.memory.retrievers as service_mod
 
     real = service_mod.rank_rows
     seen: list[tuple[list[dict], dict]] = []
 
     def spy(rows, **kw):
-        seen.append(([dict(r._mapping) for r in rows], {k: v for k, v in kw.items() if k != "decode"}))
+        seen.append(([dict(r._mapping) for r in rows], dict(kw)))
         return real(rows, **kw)
 
     service_mod.rank_rows = spy
@@ -36,23 +36,19 @@ def spying() -> Iterator[list[tuple[list[dict], dict]]]:
         service_mod.rank_rows = real
 
 
-def numpy_path(ours: OursSystem) -> Any:
-    """Switches ``ours``' live service to the numpy path; returns its vector decoder."""
+def numpy_path(ours: OursSystem) -> None:
+    """Switches ``ours``' live service to the numpy path (``MySQLRetriever``)."""
     svc = ours._svc
     svc.settings = dataclasses.replace(svc.settings, scoring="numpy")
-    return svc.database.dialect.decode_vector
 
 
-async def captured_search(ours: OursSystem, seen: list, decode: Any, scope: str, question: str, vector: Any,
+async def captured_search(ours: OursSystem, seen: list, scope: str, question: str, vector: Any,
                           top_k: int) -> tuple[list[dict], dict]:
-    """One search through ``ours`` (numpy path, inside ``spying``): its prefiltered rows, embeddings decoded
-    once here (not per replayed setting), and ``rank_rows``' arguments."""
+    """One search through ``ours`` (numpy path, inside ``spying``): its prefiltered rows (embeddings come
+    decoded, by the engine's vector type) and ``rank_rows``' arguments."""
     seen.clear()
     await ours.search(scope, question, vector, top_k)
-    rows, kw = seen[0] if seen else ([], {})
-    for r in rows:
-        r["embedding"] = None if r["embedding"] is None else decode(r["embedding"])
-    return rows, kw
+    return seen[0] if seen else ([], {})
 
 
 def rank_captured(q: dict, settings: Any, top_k: int) -> list[str]:
@@ -63,5 +59,5 @@ def rank_captured(q: dict, settings: Any, top_k: int) -> list[str]:
         return []
     rows = [SimpleNamespace(**r) for r in q["rows"]]
     kw = dict(q["kw"], settings=settings, weights=settings.weights, top_k=top_k)  # a search without weights uses the settings'
-    ranked = rank_rows(rows, decode=lambda v: v, **kw)
+    ranked = rank_rows(rows, **kw)
     return [d for r, _ in ranked for d in (json.loads(r.event_ids) if r.event_ids else None) or [r.memory_id]]

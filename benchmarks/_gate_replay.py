@@ -52,12 +52,12 @@ async def capture(args: argparse.Namespace) -> dict[str, Any]:
         ours = OursSystem(url, embedder)
         try:
             await load_locomo_and_ku(ours, loco, ku)
-            decode = numpy_path(ours)
+            numpy_path(ours)
             with spying() as seen:
                 for ds in (loco, ku):
                     qs = []
                     for q in ds.queries:
-                        rows, kw = await captured_search(ours, seen, decode, q.scope, q.question, q.vector, args.top_k)
+                        rows, kw = await captured_search(ours, seen, q.scope, q.question, q.vector, args.top_k)
                         qs.append({"group": q.group, "relevant": q.relevant, "rows": rows, "kw": kw})
                     out["datasets"][ds.name] = {"headline": ds.headline_groups, "queries": qs}
         finally:

@@ -51,10 +51,10 @@ async def capture_lme(args: argparse.Namespace) -> dict[str, Any]:
             for q in tune:
                 await ours.index(q.question_id, docs[q.question_id])
             await ours.ready()
-            decode = numpy_path(ours)
+            numpy_path(ours)
             with spying() as seen:
                 for q in tune:
-                    rows, kw = await captured_search(ours, seen, decode, q.question_id, q.question,
+                    rows, kw = await captured_search(ours, seen, q.question_id, q.question,
                                                      q_vecs[q.question_id], args.top_k)
                     out["queries"].append({"question_id": q.question_id, "group": q.question_type,
                                            "relevant": list(q.evidence_turns),
@@ -102,7 +102,7 @@ def above_evidence(captured: dict[str, Any], settings: Any) -> dict[str, dict[st
     for q in with_author_cues(captured)["queries"]:
         rows = [SimpleNamespace(**r) for r in q["rows"]]
         kw = dict(q["kw"], settings=settings, weights=w, top_k=len(rows))
-        ranked = rank_rows(rows, decode=lambda v: v, **kw)
+        ranked = rank_rows(rows, **kw)
         rel = set(q["relevant"])
         turns = [set(json.loads(r.event_ids) if r.event_ids else [r.memory_id]) for r, _ in ranked]
         first = next((i for i, t in enumerate(turns) if t & rel), None)

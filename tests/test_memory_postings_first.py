@@ -218,8 +218,8 @@ async def test_long_queries_are_planned_on_every_path(db):
         for svc in svcs:
             hits = await svc.search(APP, USER, query, top_k=10, weights=FT_ONLY)
             assert len(hits) == 10 and all(h.signals.fulltext > 0 for h in hits)
-        assert svcs[0]._overfetch(await svcs[0]._profile(APP, USER), None) == 2
-        assert svcs[0]._overfetch(await svcs[0]._profile(APP, USER), None, hnsw=False) is None
+        assert svcs[0].retriever.overfetch(await svcs[0].retriever.profile(APP, USER), None) == 2
+        assert svcs[0].retriever.overfetch(await svcs[0].retriever.profile(APP, USER), None, hnsw=False) is None
     finally:
         for svc in svcs:
             await svc.close()

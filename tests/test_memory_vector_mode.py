@@ -78,11 +78,11 @@ async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(da
         assert all(h.memory_id.startswith("big-") for h in hits)
         # counted no further than the larger of exact_scan_rows and fulltext_overfetch_rows: enough to pick both
         # modes (the vector scan, the full-text list)
-        assert (await svc._profile(APP, "big")).rows == 60 and (await svc._profile(APP, "small")).rows == 30
+        assert (await svc.retriever.profile(APP, "big")).rows == 60 and (await svc.retriever.profile(APP, "small")).rows == 30
         wide = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
                                       settings=dataclasses.replace(settings, fulltext_overfetch_rows=80))
         try:
-            assert (await wide._profile(APP, "big")).rows == 80
+            assert (await wide.retriever.profile(APP, "big")).rows == 80
         finally:
             await wide.close()
     finally:

@@ -2,8 +2,10 @@
 
 from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
 from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
-from .search_sql import SearchFilters
+from .search_scope import SearchFilters
 from .poisoning import InstructionDetector, PatternDetector
+from .retrieval import ProfileCache, Retriever, SearchRequest
+from .retrievers import retriever_for
 from .scoring import Signals
 from .service import MemoryHit, OceanBaseMemoryService
 from .settings import MemorySettings, ScoreWeights
@@ -19,11 +21,15 @@ __all__ = [
     "MemorySettings",
     "OceanBaseMemoryService",
     "PatternDetector",
+    "ProfileCache",
+    "Retriever",
     "ScoreWeights",
     "SearchFilters",
+    "SearchRequest",
     "SentenceTransformerEmbedder",
     "Signals",
     "default_embedder",
     "embedding_text",
     "is_trivial",
+    "retriever_for",
 ]

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from ..errors import InvalidValueError, ValidationError
 from ..jsonvalues import check_json
 from ..validation import check_text, check_timestamp
-from .search_sql import SearchFilters
+from .search_scope import SearchFilters
 from .settings import ScoreWeights
 
 __all__ = [

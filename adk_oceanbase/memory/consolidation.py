@@ -41,18 +41,21 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Sequence
+from typing import Any, Awaitable, Callable, Iterable, Sequence
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..context import signals
-from ..dialects import EngineDialect
 from . import postings
 from . import queries as q
 from .extraction import MemoryDraft, embedding_text, search_text
 from .lexical import doc_terms
 from .poisoning import servable
+
+NeighbourSearch = Callable[..., Awaitable[list[Any]]]
+"""``(conn, app_name, user_id, [(memory_id, vector)], *, model, min_confidence, scan_limit) -> rows`` of
+stored facts (``vector_queries`` neighbour columns, ``embedding`` decoded)."""
 
 __all__ = ["WriteOutcome", "content_hash", "merge_near_duplicates", "word_overlap", "write_drafts"]
 
@@ -294,7 +297,7 @@ class _Node:
 
 
 def _plan_merges(
-    nodes: dict[str, "_Node"], neighbours: list[Any], dialect: Any, threshold: float, min_overlap: float
+    nodes: dict[str, "_Node"], neighbours: list[Any], threshold: float, min_overlap: float
 ) -> tuple[list["_Node"], dict[str, str]]:
     """Pure: which rows merge into which. Only pairs involving a new (batch) row are compared.
 
@@ -305,7 +308,7 @@ def _plan_merges(
     for r in neighbours:
         if r.memory_id in nodes:
             continue
-        vec = dialect.decode_vector(r.embedding)
+        vec = r.embedding  # decoded by the engine's vector type (vector_queries)
         if vec is None:
             continue
         nodes[r.memory_id] = _Node(
@@ -340,7 +343,7 @@ def _plan_merges(
 
 async def merge_near_duplicates(
     conn: AsyncConnection,
-    dialect: EngineDialect,
+    neighbours: NeighbourSearch,
     app_name: str,
     user_id: str,
     batch: Sequence[tuple[str, datetime, np.ndarray, list[str], list[str], float, str]],
@@ -357,23 +360,19 @@ async def merge_near_duplicates(
     ``batch`` holds ``(memory_id, created_at, vector, event_ids, topics,
     importance, content)`` for rows of one user whose vectors are about to be stored
     (they are not ``ready`` yet, so the neighbour queries do not see them).
-    Writes the merges; returns ``{older_id: newer_id}``.
+    ``neighbours`` finds the stored candidates the way the engine can
+    (``retrievers.neighbour_search``: HNSW neighbours, or the newest
+    ``scan_limit`` facts).  Writes the merges; returns ``{older_id: newer_id}``.
     """
     nodes: dict[str, _Node] = {
         mid: _Node(mid, ts, np.asarray(v, dtype=np.float64), list(ev), list(tp), imp, True, body)
         for mid, ts, v, ev, tp, imp, body in batch
     }
-    neighbours: list[Any] = []
-    if dialect.native_vectors:
-        for mid, _ts, v, *_ in batch:
-            stmt, params = q.nearest_neighbour(app_name, user_id, mid, dialect.encode_vector(v), model, min_confidence)
-            neighbours.extend((await conn.execute(stmt, params)).all())
-    else:
-        stmt, params = q.near_duplicate_candidates(app_name, user_id, "", model, scan_limit, min_confidence)
-        neighbours = list((await conn.execute(stmt, params)).all())
+    found = await neighbours(conn, app_name, user_id, [(mid, v) for mid, _ts, v, *_ in batch],
+                             model=model, min_confidence=min_confidence, scan_limit=scan_limit)
     # Decoding up to scan_limit stored vectors and the similarity maths are CPU
     # work: off the event loop (the transaction stays open meanwhile, so keep it short).
-    ordered, merges = await asyncio.to_thread(_plan_merges, nodes, neighbours, dialect, threshold, min_overlap)
+    ordered, merges = await asyncio.to_thread(_plan_merges, nodes, found, threshold, min_overlap)
     for old, new in merges.items():
         stmt, params = q.supersede(app_name, user_id, [old], new, now)
         await conn.execute(stmt, params)

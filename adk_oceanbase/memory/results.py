@@ -1,9 +1,15 @@
-"""Rows to results: ``MemoryHit`` and the ADK ``MemoryEntry`` with its score breakdown; entry text and timestamps."""
+"""Rows to results: the one search-row decoder, ``MemoryHit`` and the ADK ``MemoryEntry`` with its score breakdown.
+
+Both retrievers (:mod:`.retrievers`) decode through :func:`to_hit`: the SQL
+ranking's rows carry their signals as columns (:data:`SearchRow`), the numpy
+ranking hands its :class:`~.scoring.Signals` beside the row.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import json
+from collections import namedtuple
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -14,9 +20,18 @@ from google.genai import types
 from ..errors import ValidationError
 from ..validation import check_timestamp
 from .consolidation import _loads
+from .queries import ROW_COLUMNS
 from .scoring import Signals
+from .search_sql import SIGNAL_COLUMNS
 
-__all__ = ["MemoryHit", "entry_text", "parse_timestamp", "to_hit"]
+__all__ = ["MemoryHit", "SearchRow", "entry_text", "parse_timestamp", "signals_of", "to_hit"]
+
+SearchRow = namedtuple("SearchRow", (*ROW_COLUMNS, *SIGNAL_COLUMNS))  # type: ignore[misc]
+"""A row of ``search_sql.hybrid_search``, by its documented column order (the driver hands plain tuples)."""
+
+_SIGNAL_FIELDS = {"sem": "semantic", "rec": "recency", "freq": "frequency", "ft": "fulltext", "imp": "importance",
+                  "score": "score", "ctx": "context", "ver": "version", "ft_cov": "ft_cov", "auth": "author"}
+"""``SIGNAL_COLUMNS`` -> ``Signals`` field (``ft_n`` is the statement's own bookkeeping, not a signal)."""
 
 
 @dataclass(frozen=True)
@@ -46,7 +61,15 @@ def parse_timestamp(ts: str | None) -> datetime:
     return parsed.astimezone(timezone.utc).replace(tzinfo=None)
 
 
-def to_hit(row: Any, sig: Signals) -> MemoryHit:
+def signals_of(row: Any) -> Signals:
+    """The :class:`Signals` a SQL-ranked row carries in its :data:`SIGNAL_COLUMNS`, by name."""
+    return Signals(**{field: float(getattr(row, column)) for column, field in _SIGNAL_FIELDS.items()})
+
+
+def to_hit(row: Any, sig: Signals | None = None) -> MemoryHit:
+    """A search row (:data:`~.queries.ROW_COLUMNS` by name) as a hit; ``sig`` defaults to the row's own signal columns."""
+    if sig is None:
+        sig = signals_of(row)
     meta: dict[str, Any] = {}
     if row.custom_metadata:
         try:

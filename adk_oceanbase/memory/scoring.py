@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -121,7 +121,6 @@ def rank_rows(
     *,
     query_vector: np.ndarray | None,
     embedding_model: str,
-    decode: Callable[[object], np.ndarray | None],
     now: datetime,
     top_k: int,
     weights: ScoreWeights,
@@ -129,7 +128,7 @@ def rank_rows(
     min_score: float | None = None,
     author_cue: str | None = None,
 ) -> list[tuple[Any, Signals]]:
-    """Scores prefiltered rows (``numpy_prefilter`` columns) and returns the top k, best first.
+    """Scores prefiltered rows (``numpy_prefilter`` columns, ``embedding`` decoded) and returns the top k, best first.
 
     ``author_cue``: whose words the question asks about (``asker.author_cue``)."""
     if not rows:
@@ -145,10 +144,10 @@ def rank_rows(
         for i, r in enumerate(rows):
             if r.embedding is None or r.embedding_model != embedding_model:
                 continue
-            v = decode(r.embedding)
-            if v is None or v.size != q.size:
+            v = r.embedding
+            if v.size != q.size:
                 continue
-            v = v.astype(np.float64)
+            v = np.asarray(v, dtype=np.float64)
             norm = np.linalg.norm(v)
             unit[i] = v / norm if norm else v
             sem[i] = float(unit[i] @ q)

@@ -39,25 +39,26 @@ The centrepiece is :func:`hybrid_search`, ONE statement on OceanBase/seekdb:
 APPROXIMATE cannot order by a composite score (the server rejects it), hence
 the candidate subqueries.  Timestamps are bound from the client: seekdb's
 ``NOW(6)`` is unreliable.
+
+Which rows a search may see (:class:`SearchFilters`, the shared WHERE) and the
+MySQL prefilter live in :mod:`.search_scope`, the query's words
+(:func:`fulltext_query`) in :mod:`.lexical`; both are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-import re
-import struct
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Sequence
+from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.sql.elements import TextClause
 
 from . import relevance as rv
 from .asker import AGENT, USER
-from .lexical import query_terms, stem
+from .lexical import STOPWORDS, fulltext_query, query_terms
 from .postings import bm25_ctes, bm25_statistics, coverage_of
-from .queries import FACT_TEST, ROW_COLUMNS, T, naive_utc
+from .queries import FACT_TEST, ROW_COLUMNS, T
+from .search_scope import SearchFilters, numpy_prefilter, scope_where, user_authors, user_rows_capped
 from .settings import MemorySettings, ScoreWeights
 
 LN2 = 0.6931471805599453
@@ -76,58 +77,6 @@ __all__ = [
     "user_authors",
     "user_rows_capped",
 ]
-
-
-@dataclass(frozen=True)
-class SearchFilters:
-    """Restricts a search; every given field must hold (AND).
-
-    Attributes:
-        topics: keep memories tagged with at least one of these topics.
-        author: keep memories by this author (``"user"``, an agent name).
-        session_id: keep memories that came from this session.
-        since: keep memories created at or after this UTC time.
-        until: keep memories created before this UTC time.
-    """
-
-    topics: Sequence[str] | None = None
-    author: str | None = None
-    session_id: str | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-
-
-def _scope_where(
-    alias: str, filters: SearchFilters | None, include_superseded: bool, params: dict[str, Any], min_confidence: float
-) -> str:
-    """The WHERE body shared by every candidate list: tenant, liveness, poisoning guards, filters."""
-    a = alias
-    parts = [f"{a}.app_name = :app", f"{a}.user_id = :user", f"{a}.embed_status <> 'deleted'"]
-    # Poisoning guards (migration 0011): never a tainted or doubtful memory.
-    parts.append(f"{a}.tainted = 0 AND {a}.confidence >= :min_conf")
-    params["min_conf"] = _as_float32(min_confidence)
-    if not include_superseded:
-        parts.append(f"{a}.superseded_by IS NULL")
-    if filters is not None:
-        if filters.author is not None:
-            parts.append(f"{a}.author = :f_author")
-            params["f_author"] = filters.author
-        if filters.session_id is not None:
-            parts.append(f"{a}.session_id = :f_session")
-            params["f_session"] = filters.session_id
-        if filters.since is not None:
-            parts.append(f"{a}.created_at >= :f_since")
-            params["f_since"] = naive_utc(filters.since)
-        if filters.until is not None:
-            parts.append(f"{a}.created_at < :f_until")
-            params["f_until"] = naive_utc(filters.until)
-        if filters.topics:
-            ors = []
-            for i, topic in enumerate(filters.topics):
-                params[f"f_topic{i}"] = json.dumps(topic)
-                ors.append(f"JSON_CONTAINS({a}.topics, :f_topic{i})")
-            parts.append("(" + " OR ".join(ors) + ")")
-    return " AND ".join(parts)
 
 
 def hybrid_search(
@@ -189,7 +138,7 @@ def hybrid_search(
         # bound literal it made every search a new statement text, and seekdb re-optimised this
         # statement for each query vector (250-750 ms with the exact scan, ~10 ms from the plan cache).
         params.pop("qv", None)
-        where = _scope_where("a", filters, settings.include_superseded, params, settings.min_confidence)
+        where = scope_where("a", filters, settings.include_superseded, params, settings.min_confidence)
         # APPROXIMATE takes nothing but the distance; the exact scan breaks ties by id
         # (identical texts have identical vectors) like the numpy path does.
         if approximate is None:
@@ -207,7 +156,7 @@ def hybrid_search(
         has_vec, sem_raw = "0", "0"
     terms = query_terms(query_text.split())
     if terms:
-        where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
+        where = scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
         # Coverage for every candidate only where the relevance gate filters on it; else for the
         # k winners (postings.coverage_of), when the statistics are in variables.
         winners_cov = fulltext_statistics == "variables" and settings.relevance_min_lexical is None
@@ -325,11 +274,6 @@ def _author_expr(cue: str | None, params: dict[str, Any]) -> str:
     return f"(CASE WHEN {test} THEN 1 ELSE 0 END)"
 
 
-def _as_float32(value: float) -> float:
-    """``value`` rounded to single precision like the FLOAT ``confidence`` column (0.7 is stored as 0.69999999)."""
-    return struct.unpack("<f", struct.pack("<f", float(value)))[0]
-
-
 def _is_fact(alias: str) -> str:
     """1 for a fact (LLM-extracted or ``add_memory``), 0 for a dialogue turn (``turn:*`` extractor)."""
     return "(" + FACT_TEST.format(a=alias + ".") + ")"
@@ -411,40 +355,6 @@ def _context_exprs(
     return ctx, best("q.rel_ok")
 
 
-# English function words dropped from the full-text query (not from the index).  Measured with
-# OceanBase's BM25 (every matched term weighs > 0): "when did ... the ... to" pulled short,
-# unrelated turns up; the per-user BM25 floors such terms low but they still add noise.
-STOPWORDS = frozenset(
-    "a an the and or but if of at by for with about against between into through during before after above "
-    "below to from up down in out on off over under again further then once here there when where why how "
-    "all any both each few more most other some such no nor not only own same so than too very can will just "
-    "should now i me my myself we our ours you your yours he him his she her hers it its they them their "
-    "theirs what which who whom this that these those am is are was were be been being have has had having "
-    "do does did doing would could might must shall may s t d ll m o re ve y".split()
-    # ADK's author of every user turn is "user", and search_text carries the author: in
-    # "does the user have pets?" the word matched every user row and max-normalisation
-    # made the shortest one the full-text winner.
-    + ["user"]
-)
-_QUERY_WORDS = re.compile(r"[^\W_]+", re.UNICODE)
-
-
-def fulltext_query(query: str, *, drop_stopwords: bool = True, drop_terms: frozenset[str] = frozenset()) -> str:
-    """The words of ``query`` the full-text half looks up: stemmed like ``search_text``, stopwords removed.
-
-    Space-separated; ``lexical.query_terms`` turns them into index terms.
-
-    ``drop_terms`` are stems left out as well (the user's author names, see
-    ``MemorySettings.fulltext_drop_authors``).  Keeps every word when nothing
-    else is left; CJK and other scripts pass through (neither listed nor stemmed).
-    """
-    words = [w.lower() for w in _QUERY_WORDS.findall(query)]
-    kept = [w for w in words if w not in STOPWORDS] if drop_stopwords else words
-    stems = [stem(w) for w in kept]
-    useful = [t for t in stems if t not in drop_terms]
-    return " ".join(useful or stems or [stem(w) for w in words])
-
-
 QV = "@adk_ob_qv"
 """The session variable :func:`hybrid_search` reads the query vector from (see :func:`bind_query_vector`)."""
 
@@ -487,20 +397,6 @@ def snapshot_reads() -> tuple[TextClause, dict[str, Any]]:
     return text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), {}
 
 
-def user_rows_capped(app_name: str, user_id: str, cap: int) -> tuple[TextClause, dict[str, Any]]:
-    """How many memories the user has, counting no further than ``cap`` (an index range scan of at most ``cap``)."""
-    stmt = text(f"SELECT COUNT(*) FROM (SELECT 1 FROM {T} WHERE app_name = :app AND user_id = :user LIMIT :cap) t")
-    return stmt, {"app": app_name, "user": user_id, "cap": int(cap)}
-
-
-def user_authors(app_name: str, user_id: str) -> tuple[TextClause, dict[str, Any]]:
-    """The distinct authors of a user's memories (bounded: a user has a handful)."""
-    stmt = text(
-        f"SELECT DISTINCT author FROM {T} WHERE app_name = :app AND user_id = :user AND author IS NOT NULL LIMIT 1000"
-    )
-    return stmt, {"app": app_name, "user": user_id}
-
-
 def _fusion_exprs(settings: MemorySettings, params: dict[str, Any]) -> tuple[str, str]:
     """The semantic and full-text signals over the candidate rows ``r`` (``settings.fusion``).
 
@@ -524,40 +420,3 @@ def _fusion_exprs(settings: MemorySettings, params: dict[str, Any]) -> tuple[str
               "(ORDER BY r.in_ft DESC, r.fts DESC, r.memory_id)) ELSE 0 END")
         return sem, ft
     raise ValueError(f"unknown fusion {settings.fusion!r}; choose linear, minmax or rrf")
-
-
-def numpy_prefilter(
-    *,
-    app_name: str,
-    user_id: str,
-    query_text: str,
-    settings: MemorySettings,
-    filters: SearchFilters | None = None,
-    fulltext_overfetch: int | None = None,
-) -> tuple[TextClause, dict[str, Any]]:
-    """MySQL path: the user's newest rows plus their best BM25 matches, scored later in numpy.
-
-    Output columns: :data:`ROW_COLUMNS`, ``embedding``, ``embedding_model``,
-    ``fts`` and ``ft_cov`` (0 for rows outside the BM25 candidates; ``ft_cov``
-    is also the relevance gate's lexical evidence).  The full-text candidates are exactly :func:`hybrid_search`'s
-    (the same ``ft`` CTE), so both paths see the same full-text list; the
-    semantic candidates come from the newest ``numpy_scan_limit`` rows.
-    """
-    params: dict[str, Any] = {"app": app_name, "user": user_id, "lim": settings.numpy_scan_limit}
-    where = _scope_where("m", filters, settings.include_superseded, params, settings.min_confidence)
-    cols = ", ".join(f"m.{c}" for c in ROW_COLUMNS)
-    newest = f"SELECT m.memory_id FROM {T} m WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
-    terms = query_terms(query_text.split())
-    if not terms:
-        sql = f"SELECT {cols}, m.embedding, m.embedding_model, 0 AS fts, 0 AS ft_cov FROM {T} m " \
-              f"WHERE {where} ORDER BY m.created_at DESC LIMIT :lim"
-        return text(sql), params
-    ft_where = _scope_where("f", filters, settings.include_superseded, params, settings.min_confidence)
-    ctes = bm25_ctes(terms, ft_where, params, settings.candidate_pool, overfetch=fulltext_overfetch)
-    sql = (
-        f"WITH {', '.join(ctes)} SELECT {cols}, m.embedding, m.embedding_model, COALESCE(ft.fts, 0) AS fts, "
-        f"COALESCE(ft.cov, 0) AS ft_cov FROM (SELECT n.memory_id FROM ({newest}) n UNION SELECT memory_id FROM ft) c "
-        f"JOIN {T} m ON m.app_name = :app AND m.user_id = :user AND m.memory_id = c.memory_id "
-        "LEFT JOIN ft ON ft.memory_id = c.memory_id"
-    )
-    return text(sql), params

@@ -34,9 +34,10 @@ from ..context import signals
 from .. import gateway
 from ..engine import Database
 from ..errors import is_rerunnable
-from . import queries as q
+from . import vector_queries as vq
 from .consolidation import _loads, merge_near_duplicates
 from .poisoning import servable
+from .retrievers import neighbour_search
 from .embedding import Embedder
 from .extraction import embedding_text
 from .index_upkeep import IndexUpkeep
@@ -173,14 +174,14 @@ class Vectorizer:
             async with gateway.transaction(self._db) as conn:
                 for claim, keys in claims.items():
                     for (app, user), ids in _by_user(keys).items():
-                        stmt, params = q.release_claims(app, user, ids, claim)
+                        stmt, params = vq.release_claims(app, user, ids, claim)
                         await conn.execute(stmt, params)
         except Exception:  # the lease expires and another vectorizer takes the rows over
             logger.warning("vectorizer: could not give back %d claims at close", len(claims), exc_info=True)
 
     async def retry_failed(self) -> int:
         """Gives every ``failed`` row (``max_row_attempts`` used up) fresh rounds; returns how many."""
-        stmt, params = q.retry_failed(_now())
+        stmt, params = vq.retry_failed(_now())
 
         async def once() -> int:
             async with gateway.transaction(self._db) as conn:
@@ -204,7 +205,7 @@ class Vectorizer:
             overflows = self._overflows
             limit = room + len(self._queued)
             now = _now()
-            stmt, params = q.sweep_unembedded(
+            stmt, params = vq.sweep_unembedded(
                 limit,
                 retry_before=now - timedelta(seconds=self._settings.retry_interval_s),
                 stale_before=now - timedelta(seconds=self._settings.claim_lease_s),
@@ -304,12 +305,12 @@ class Vectorizer:
         groups = _by_user(batch)
         async with gateway.transaction(self._db) as conn:
             for (app, user), ids in groups.items():
-                stmt, params = q.claim_for_embedding(app, user, ids, claim, now, stale)
+                stmt, params = vq.claim_for_embedding(app, user, ids, claim, now, stale)
                 await conn.execute(stmt, params)
         rows: list[Any] = []
         async with gateway.connection(self._db) as conn:
             for (app, user), ids in groups.items():
-                stmt, params = q.claimed_rows(app, user, ids, claim)
+                stmt, params = vq.claimed_rows(app, user, ids, claim)
                 rows.extend((await conn.execute(stmt, params)).all())
         return rows
 
@@ -364,13 +365,14 @@ class Vectorizer:
         self.stats["failed_batches"] += 1
         async with gateway.transaction(self._db) as conn:
             for (app, user), ids in _by_user([(r.app_name, r.user_id, r.memory_id) for r in rows]).items():
-                stmt, params = q.mark_embed_failed(app, user, ids, claim, _now(), self._settings.max_row_attempts)
+                stmt, params = vq.mark_embed_failed(app, user, ids, claim, _now(), self._settings.max_row_attempts)
                 await conn.execute(stmt, params)
         # Their next round may be due at once (retry_interval_s = 0): let flush look again.
         self._backlog = True
 
     async def _store(self, rows: list[Any], vecs: np.ndarray, now: datetime, claim: str) -> None:
         dialect = self._db.dialect
+        neighbours = neighbour_search(dialect)
         model = self._embedder.model_name
         s = self._settings
         async with gateway.transaction(self._db) as conn:
@@ -387,15 +389,15 @@ class Vectorizer:
                     )
                 for (app, user), batch in groups.items():
                     merged = await merge_near_duplicates(
-                        conn, dialect, app, user, batch, model=model, min_confidence=s.min_confidence,
+                        conn, neighbours, app, user, batch, model=model, min_confidence=s.min_confidence,
                         threshold=s.near_duplicate_similarity, min_overlap=s.near_duplicate_min_overlap, now=now, scan_limit=s.numpy_scan_limit,
                     )
                     self.stats["merged"] += len(merged)
             await conn.execute(
-                q.set_embedding(),
+                vq.set_embedding(dialect.vector_type()),
                 [
                     {"app": r.app_name, "user": r.user_id, "memory_id": r.memory_id, "claim": claim,
-                     "embedding": dialect.encode_vector(v), "model": model, "dim": int(v.shape[0]), "now": now}
+                     "embedding": v, "model": model, "dim": int(v.shape[0]), "now": now}
                     for r, v in zip(rows, vecs)
                 ],
             )

@@ -189,7 +189,7 @@ async def test_a_write_inside_its_transaction_holds_off_opt_out_and_erasure(db, 
     Without the guard lock the purge committed while the writer was parked
     and the writer's rows landed after it (300 memories left per run).
     """
-    from adk_oceanbase.memory import service as service_module
+    from adk_oceanbase.memory import ingest as service_module  # the write path (memory.ingest)
 
     inside, go = asyncio.Event(), asyncio.Event()
     real = service_module.write_drafts
