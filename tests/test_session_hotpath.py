@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+from operator import not_
+from typing import Any
 
+import pymysql
 import pytest
 from google.adk.errors import StaleSessionError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
-from sqlalchemy import text
+from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
 from adk_oceanbase import Config, OceanBaseSessionService, SessionAlreadyExistsError
@@ -118,6 +121,65 @@ async def test_cancelled_appends_never_half_write_and_never_poison_the_pool(engi
         await svc.append_event(got, ev("after", n=-1))  # connections in the pool still work
         assert (await _counts(svc, s.id))[0] == rows + 1
     finally:
+        await svc.close()
+
+
+def _connect(url: str, **kw) -> pymysql.connections.Connection:
+    u = make_url(url)
+    return pymysql.connect(host=u.host, port=u.port, user=u.username, password=u.password or "", database=u.database, **kw)
+
+
+async def _poll(monitor: pymysql.connections.Connection, sql: str, args: tuple, until) -> Any:
+    """Re-runs ``sql`` until ``until(rows)`` is true; returns the rows (an event to wait for, not a timing)."""
+    with monitor.cursor() as cur:
+        for _ in range(3000):
+            cur.execute(sql, args)
+            rows = cur.fetchall()
+            if until(rows):
+                return rows
+            await asyncio.sleep(0.01)
+    raise AssertionError(f"never happened: {sql} {args}")
+
+
+async def test_an_append_whose_caller_is_gone_lands_whole(engine_migrated_url):
+    """The server runs a cancelled append's packet to the end, with nobody left to read its replies.
+
+    Deterministic version of the test above: the append's compare-and-set
+    waits on a row lock held here, the caller cancels (its connection is
+    closed), then the lock is released.  MariaDB could not send the next
+    reply, set ``ROW_COUNT()`` to -1 and ran the rest of the packet, COMMIT
+    included: gated on ``ROW_COUNT() = 1``, the statements after that point
+    wrote nothing, and the event row committed without its state (or the
+    session's counter without its event).
+    """
+    svc = OceanBaseSessionService(config=Config.from_url(engine_migrated_url, pool_size=2, max_overflow=0))
+    locker, monitor = _connect(engine_migrated_url), _connect(engine_migrated_url, autocommit=True)
+    try:
+        s = await svc.create_session(app_name="hp5", user_id="u")
+        await svc.append_event(s, ev("e0", n=0))
+        with locker.cursor() as cur:
+            cur.execute("SELECT last_seq FROM agent_sessions WHERE session_id = %s FOR UPDATE", (s.id,))
+        task = asyncio.create_task(svc.append_event(s, ev("e1", n=1)))
+        waiting = await _poll(
+            monitor,
+            "SELECT ID FROM information_schema.PROCESSLIST WHERE ID <> CONNECTION_ID() AND COMMAND = 'Query'"
+            " AND INFO LIKE %s",
+            (f"%UPDATE agent_sessions%{s.id}%",),
+            bool,
+        )
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        locker.rollback()  # the server goes on with the append's packet
+        await _poll(monitor, "SELECT ID FROM information_schema.PROCESSLIST WHERE ID = %s", (waiting[0][0],), not_)
+        got = await svc.get_session(app_name="hp5", user_id="u", session_id=s.id)
+        texts = [x.content.parts[0].text for x in got.events]
+        assert texts in (["e0"], ["e0", "e1"])
+        assert got.state["n"] == len(texts) - 1
+        assert await _counts(svc, s.id) == (len(texts),) * 3
+    finally:
+        locker.close()
+        monitor.close()
         await svc.close()
 
 
