@@ -183,6 +183,55 @@ async def test_an_append_whose_caller_is_gone_lands_whole(engine_migrated_url):
         await svc.close()
 
 
+async def test_a_rollback_cancelled_after_an_error_never_returns_the_connection_to_the_pool(
+    engine_migrated_url, monkeypatch
+):
+    """An error, then a cancel while the rollback runs: the writes so far must not ride into the next COMMIT.
+
+    A stale append raises inside the transaction and the context manager rolls
+    back; a cancel landing in that rollback used to check the connection back
+    in with the transaction open (or, cancelled mid-reply, closed by the
+    driver: "Cancelled during execution" at the next checkout).
+    """
+    import aiomysql
+
+    from adk_oceanbase.rawtx import raw_transaction
+
+    svc = OceanBaseSessionService(config=Config.from_url(engine_migrated_url, pool_size=1, max_overflow=0))
+    try:
+        s = await svc.create_session(app_name="hp6", user_id="u")
+        engine = await svc._engine()
+        rolling_back, never = asyncio.Event(), asyncio.Event()
+        rollback = aiomysql.Connection.rollback
+
+        async def held_rollback(conn):
+            rolling_back.set()
+            await never.wait()  # the cancel lands here, before ROLLBACK is sent
+            await rollback(conn)
+
+        async def failing_write():
+            async with raw_transaction(engine) as tx:
+                await tx.batch([("UPDATE agent_sessions SET total_tokens = 99 WHERE session_id = %(s)s", {"s": s.id})])
+                raise StaleSessionError("stale")
+
+        monkeypatch.setattr(aiomysql.Connection, "rollback", held_rollback)
+        task = asyncio.create_task(failing_write())
+        await rolling_back.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        monkeypatch.setattr(aiomysql.Connection, "rollback", rollback)
+        async with raw_transaction(engine) as tx:  # the pool's one connection, committed at the end
+            assert (await tx.batch([("SELECT 1", None)]))[0][1] == [(1,)]
+        got = await svc.get_session(app_name="hp6", user_id="u", session_id=s.id)
+        assert got is not None
+        async with engine.connect() as conn:
+            tokens = (await conn.execute(text("SELECT total_tokens FROM agent_sessions WHERE session_id = :s"), {"s": s.id}))
+            assert tokens.scalar() == 0
+    finally:
+        await svc.close()
+
+
 async def test_batching_can_be_turned_off_in_the_url(engine_migrated_url):
     """Behind a proxy that refuses multi-statements: the same statements, one round trip each."""
     svc = OceanBaseSessionService(f"{engine_migrated_url}?batch_statements=false")
