@@ -120,15 +120,16 @@ INSERT INTO session_events
 SELECT %(app)s, %(user)s, %(sid)s, %(seq)s, %(event_id)s, %(invocation_id)s, %(author)s, %(branch)s,
        %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s, %(redacted)s
   FROM agent_sessions
- WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s AND last_seq = %(seq)s
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+   AND last_seq = %(seq)s AND last_update_time = %(ts)s
 """
-"""The event row, written only when the session row is at its ``seq``: where the compare-and-set put it.
+"""The event row, written only when the session row is where the compare-and-set put it (its ``seq`` and ``ts``).
 
 So in one packet ``RAW_BUMP_SESSION_CAS; RAW_INSERT_EVENT_IF_BUMPED; ...;
 COMMIT`` writes nothing on a stale session and the COMMIT can ride in the
-same packet (issue #11).  Had another writer moved the session to ``seq``,
-its event row holds ``seq`` and this insert fails on the primary key before
-the COMMIT (handled like a stale session).
+same packet (issue #11).  Had another writer moved the session there (the
+same event redelivered), its event row holds ``seq`` and this insert fails
+on the keys before the COMMIT (handled like a stale session).
 
 The gate reads the row, not ``ROW_COUNT()``: MariaDB sets ``ROW_COUNT()`` to
 -1 when it cannot send a statement's reply (the caller cancelled and closed
