@@ -17,6 +17,7 @@ import pymysql
 import pytest
 from google.adk.errors import StaleSessionError
 from google.adk.errors.session_not_found_error import SessionNotFoundError
+from google.adk.sessions.base_session_service import GetSessionConfig
 from sqlalchemy import make_url, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
@@ -230,6 +231,49 @@ async def test_a_rollback_cancelled_after_an_error_never_returns_the_connection_
             assert tokens.scalar() == 0
     finally:
         await svc.close()
+
+
+@pytest.mark.parametrize("config", [None, GetSessionConfig(after_timestamp=0.0)], ids=["one-packet", "core"])
+async def test_a_load_reads_one_snapshot_while_an_append_commits(
+    engine, engine_server, engine_migrated_url, monkeypatch, config
+):
+    """``get_session``'s head, events and state come from one snapshot, at the server's isolation or not.
+
+    seekdb's default is READ COMMITTED (and a MariaDB may be set to it): there
+    each statement saw the commits before it, so an append landing between
+    the events and the state gave a state holding a delta of an event the
+    load did not return.  One statement per round trip (``batch_statements=false``)
+    leaves room to commit the append exactly there.
+    """
+    import aiomysql
+
+    if engine == "mariadb":
+        with engine_server.connect() as conn:
+            conn.cursor().execute("SET GLOBAL TRANSACTION ISOLATION LEVEL READ COMMITTED")
+    reader = OceanBaseSessionService(f"{engine_migrated_url}?batch_statements=false")
+    writer = OceanBaseSessionService(engine_migrated_url)
+    try:
+        s = await writer.create_session(app_name="hp7", user_id="u")
+        await writer.append_event(s, ev("e0", n=0))
+        query, appended = aiomysql.Connection.query, []
+
+        async def query_then_append(conn, sql, unbuffered=False):
+            result = await query(conn, sql, unbuffered)
+            if not appended and "FROM session_events" in (sql if isinstance(sql, str) else sql.decode()):
+                appended.append(True)  # after the load's events, before its state
+                await writer.append_event(s, ev("e1", n=1))
+            return result
+
+        monkeypatch.setattr(aiomysql.Connection, "query", query_then_append)
+        got = await reader.get_session(app_name="hp7", user_id="u", session_id=s.id, config=config)
+        assert appended
+        assert [x.content.parts[0].text for x in got.events] == ["e0"] and got.state["n"] == 0
+    finally:
+        await reader.close()
+        await writer.close()
+        if engine == "mariadb":
+            with engine_server.connect() as conn:
+                conn.cursor().execute("SET GLOBAL TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
 async def test_batching_can_be_turned_off_in_the_url(engine_migrated_url):

@@ -36,6 +36,7 @@ __all__ = [
     "RAW_SELECT_STATE_ROWS",
     "RAW_UPSERT_STATE",
     "SELECT_SESSION",
+    "SNAPSHOT_READS",
     "SELECT_STATE_ROWS",
     "delete_events",
     "delete_session",
@@ -168,6 +169,16 @@ ON DUPLICATE KEY UPDATE value_json = VALUES(value_json), updated_at = VALUES(upd
 
 Run with ``executemany``: the driver sends all rows as one multi-row
 statement (its batching needs every VALUES item to be a parameter).
+"""
+
+SNAPSHOT_READS = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+"""First in a load: its head, events and state rows come from one snapshot.
+
+seekdb's default is READ COMMITTED (a MySQL/MariaDB may be set to it), where
+each statement sees the commits before it: an append landing between the
+events and the state gave a state holding a delta of an event the load did
+not return.  It applies to the next transaction only, and a load's
+connection has none open (each use ends in COMMIT or ROLLBACK).
 """
 
 RAW_SELECT_SESSION_HEAD = """
