@@ -70,17 +70,20 @@ async def load_session(
 async def _load_default(store: SessionStore, key: dict[str, str], num: int | None) -> tuple[Any, list, list] | None:
     """``get_session``'s common loads (no ``after_timestamp``, archived rows skipped) in one round trip.
 
-    Session head, events, state and a COMMIT ending the read go in one
-    packet on the driver connection, read at one snapshot (``q.SNAPSHOT_READS``), and rows come back as plain tuples:
-    5,000 event rows cost 18 ms of CPU this way, 65 ms as SQLAlchemy rows
-    (measured, issue #11).  Re-run once on a fresh connection if the pooled
-    one was dropped by the server, like :meth:`SessionStore.read`.
+    Session head, events, state (one snapshot: ``q.SNAPSHOT_READS``) and a
+    COMMIT ending the read go in one packet on the driver connection, and
+    rows come back as plain tuples: 5,000 event rows cost 18 ms of CPU this
+    way, 65 ms as SQLAlchemy rows (measured, issue #11).  Re-run once on a
+    fresh connection if the pooled one was dropped by the server, like
+    :meth:`SessionStore.read`.
     """
     if num is None:
         events = (q.RAW_SELECT_LIVE_EVENTS, key)
     else:
         events = (q.RAW_SELECT_LIVE_EVENTS_IN_WINDOW, {**key, "skip": num - 1})
-    statements = [(q.SNAPSHOT_READS, None), (q.RAW_SELECT_SESSION_HEAD, key), events, (q.RAW_SELECT_STATE_ROWS, key), (COMMIT, None)]
+    statements = [
+        (q.SNAPSHOT_READS, None), (q.RAW_SELECT_SESSION_HEAD, key), events, (q.RAW_SELECT_STATE_ROWS, key), (COMMIT, None)
+    ]
     # The driver builds a tuple and a string per event row; with the cyclic collector running,
     # a 5,000-row read took 238 ms instead of 52 (a process holding many objects, as the
     # benchmark does: each collection walks them all).  Paused for the read only, like the decode.

@@ -124,19 +124,15 @@ SELECT %(app)s, %(user)s, %(sid)s, %(seq)s, %(event_id)s, %(invocation_id)s, %(a
  WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
    AND last_seq = %(seq)s AND last_update_time = %(ts)s
 """
-"""The event row, written only when the session row is where the compare-and-set put it (its ``seq`` and ``ts``).
+"""The event row, written only where the compare-and-set put the session row (its ``seq`` and ``ts``).
 
-So in one packet ``RAW_BUMP_SESSION_CAS; RAW_INSERT_EVENT_IF_BUMPED; ...;
-COMMIT`` writes nothing on a stale session and the COMMIT can ride in the
-same packet (issue #11).  Had another writer moved the session there (the
-same event redelivered), its event row holds ``seq`` and this insert fails
-on the keys before the COMMIT (handled like a stale session).
-
-The gate reads the row, not ``ROW_COUNT()``: MariaDB sets ``ROW_COUNT()`` to
--1 when it cannot send a statement's reply (the caller cancelled and closed
-the connection) and still runs the rest of the packet, COMMIT included, so a
-``ROW_COUNT() = 1`` gate skipped the statements after that point and half an
-append committed (tests/test_session_hotpath.py).
+So ``RAW_BUMP_SESSION_CAS; RAW_INSERT_EVENT_IF_BUMPED; ...; COMMIT`` in one
+packet writes nothing on a stale session (issue #11); had the same event's
+earlier delivery put the session there, its row holds ``seq`` and this
+insert fails on the keys before the COMMIT (handled as stale).  Not gated on
+``ROW_COUNT()``: MariaDB sets it to -1 when it cannot send a reply (the
+caller cancelled and closed the connection) yet runs the rest of the
+packet, COMMIT included, so half an append committed (test_session_hotpath).
 """
 
 APPENDED = """EXISTS (SELECT 1 FROM agent_sessions s JOIN session_events e
@@ -145,11 +141,9 @@ APPENDED = """EXISTS (SELECT 1 FROM agent_sessions s JOIN session_events e
          AND s.last_seq = %(gate_seq)s AND e.event_id = %(gate_event)s)"""
 """True once this append's event row is in and is the session's newest: the gate of its audit and state rows.
 
-Parameters from :func:`appended_params`.  Only this append's own insert can
-make it true: had the same event been stored at ``gate_seq`` before (a
-redelivery), the event insert fails on its keys first and the packet stops.
+Parameters from :func:`appended_params`.  Only this append's insert makes
+it true: a redelivery's event insert fails on its keys first.
 """
-
 
 RAW_INSERT_AUDIT_IF_APPENDED = f"{RAW_INSERT_AUDIT_SELECT} WHERE {APPENDED}"
 """The append's audit row, in its packet: written only with the event (parameters: the audit row's and :func:`appended_params`)."""
@@ -172,13 +166,11 @@ statement (its batching needs every VALUES item to be a parameter).
 """
 
 SNAPSHOT_READS = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
-"""First in a load: its head, events and state rows come from one snapshot.
+"""First in a load, so its head, events and state come from one snapshot (the next transaction only).
 
-seekdb's default is READ COMMITTED (a MySQL/MariaDB may be set to it), where
-each statement sees the commits before it: an append landing between the
-events and the state gave a state holding a delta of an event the load did
-not return.  It applies to the next transaction only, and a load's
-connection has none open (each use ends in COMMIT or ROLLBACK).
+At READ COMMITTED (seekdb's default; a MariaDB may be set to it) an append
+landing between the events and the state gave a state holding a delta of an
+event the load did not return.
 """
 
 RAW_SELECT_SESSION_HEAD = """
