@@ -62,7 +62,7 @@ from .schema import ID_LEN, audit_log
 __all__ = [
     "OPERATIONS",
     "RAW_INSERT_AUDIT",
-    "RAW_INSERT_AUDIT_IF_WRITTEN",
+    "RAW_INSERT_AUDIT_SELECT",
     "AuditEntry",
     "AuditSettings",
     "Auditor",
@@ -94,19 +94,20 @@ VALUES
 """
 """The audit row as driver-level SQL, for the batches of :mod:`adk_oceanbase.rawtx`."""
 
-RAW_INSERT_AUDIT_IF_WRITTEN = """
+RAW_INSERT_AUDIT_SELECT = """
 INSERT INTO audit_log
     (at, operation, app_name, user_id, session_id, event_id, invocation_id,
      duration_ms, status, error_code, row_count, actor)
 SELECT %(at)s, %(operation)s, %(app_name)s, %(user_id)s, %(session_id)s, %(event_id)s, %(invocation_id)s,
        %(duration_ms)s, %(status)s, %(error_code)s, %(row_count)s, %(actor)s
   FROM DUAL
- WHERE ROW_COUNT() = 1
 """
-"""``RAW_INSERT_AUDIT`` run only if the statement before it wrote one row (the append's event row).
+"""``RAW_INSERT_AUDIT`` as ``INSERT ... SELECT``: the caller appends the ``WHERE`` that decides whether it is written.
 
-So an append whose compare-and-set missed records nothing in its own packet
-(its error row is written afterwards, see ``audited``).
+The append's packet writes its row only if its event row went in (see
+``sessions.queries.APPENDED``), so an append whose compare-and-set missed
+records nothing in its own packet (its error row is written afterwards, see
+``audited``).
 """
 
 

@@ -3,8 +3,8 @@
 An append writes four tables in one transaction (the session row's
 compare-and-set, the event, the state rows and, with auditing, the audit row).
 On a cluster each table's leader may sit on another node, and every append
-becomes a distributed (two-phase) transaction whose ``ROW_COUNT()``-gated
-statements run remotely.  Two placements keep it local:
+becomes a distributed (two-phase) transaction whose gated statements (each
+reading the rows the one before wrote) run remotely.  Two placements keep it local:
 
 ``one-node``
     ``CREATE TABLEGROUP ... SHARDING = 'NONE'`` with every table of ours: the

@@ -202,16 +202,23 @@ async def raw_transaction(
                 if not tx.finished:
                     await driver.commit()
             except BaseException as exc:
-                if not await _rolled_back(driver, exc):
-                    if is_connection_lost(exc):
-                        # What SQLAlchemy does on a disconnect: the server likely dropped
-                        # its siblings too, so connections opened before now are replaced
-                        # at their next checkout (a re-run must not meet another dead one).
-                        engine.sync_engine.pool._invalidate(pooled, exc, _checkin=False)
-                    # closes the driver connection (awaited inside: hence the greenlet)
-                    # and hands the pool record back, so there is nothing left to check in
-                    checked_in = True
-                    await greenlet_spawn(pooled.invalidate, exc)
+                rolled_back = False
+                try:
+                    rolled_back = await _rolled_back(driver, exc)
+                finally:
+                    # Also when the rollback itself is cancelled: checked back in, the
+                    # connection would carry this transaction's writes into the next
+                    # user's COMMIT (or a reply nobody read).
+                    if not rolled_back:
+                        if is_connection_lost(exc):
+                            # What SQLAlchemy does on a disconnect: the server likely dropped
+                            # its siblings too, so connections opened before now are replaced
+                            # at their next checkout (a re-run must not meet another dead one).
+                            engine.sync_engine.pool._invalidate(pooled, exc, _checkin=False)
+                        # closes the driver connection (awaited inside: hence the greenlet)
+                        # and hands the pool record back, so there is nothing left to check in
+                        checked_in = True
+                        await greenlet_spawn(pooled.invalidate, exc)
                 raise
             finally:
                 await cursor.close()

@@ -1,7 +1,7 @@
 """A plain append is one round trip: compare-and-set, event, audit, state and COMMIT in one packet (issue #11).
 
 That is safe only because every write after the compare-and-set is
-conditional on the statement before it (``ROW_COUNT() = 1``): a missed CAS
+conditional on the rows the CAS wrote (``sessions.queries.RAW_INSERT_EVENT_IF_BUMPED``, ``APPENDED``): a missed CAS
 writes nothing even though the COMMIT runs.  These tests pin both halves, on
 seekdb and on MariaDB, plus the transaction bookkeeping it relies on.
 """

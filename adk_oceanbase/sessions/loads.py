@@ -16,6 +16,7 @@ from typing import Any
 
 from google.adk.events.event import Event
 from google.adk.sessions.session import Session
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..errors import ConnectionLostError, ValidationError
@@ -45,6 +46,7 @@ async def load_session(
     app, user, sid = key["app"], key["user"], key["sid"]
 
     async def load(conn: AsyncConnection) -> tuple[Any, list, list] | None:
+        await conn.execute(text(q.SNAPSHOT_READS))
         head = (await conn.execute(q.SELECT_SESSION, key)).first()
         if head is None:
             return None
@@ -68,17 +70,20 @@ async def load_session(
 async def _load_default(store: SessionStore, key: dict[str, str], num: int | None) -> tuple[Any, list, list] | None:
     """``get_session``'s common loads (no ``after_timestamp``, archived rows skipped) in one round trip.
 
-    Session head, events, state and a COMMIT ending the read go in one
-    packet on the driver connection, and rows come back as plain tuples:
-    5,000 event rows cost 18 ms of CPU this way, 65 ms as SQLAlchemy rows
-    (measured, issue #11).  Re-run once on a fresh connection if the pooled
-    one was dropped by the server, like :meth:`SessionStore.read`.
+    Session head, events, state (one snapshot: ``q.SNAPSHOT_READS``) and a
+    COMMIT ending the read go in one packet on the driver connection, and
+    rows come back as plain tuples: 5,000 event rows cost 18 ms of CPU this
+    way, 65 ms as SQLAlchemy rows (measured, issue #11).  Re-run once on a
+    fresh connection if the pooled one was dropped by the server, like
+    :meth:`SessionStore.read`.
     """
     if num is None:
         events = (q.RAW_SELECT_LIVE_EVENTS, key)
     else:
         events = (q.RAW_SELECT_LIVE_EVENTS_IN_WINDOW, {**key, "skip": num - 1})
-    statements = [(q.RAW_SELECT_SESSION_HEAD, key), events, (q.RAW_SELECT_STATE_ROWS, key), (COMMIT, None)]
+    statements = [
+        (q.SNAPSHOT_READS, None), (q.RAW_SELECT_SESSION_HEAD, key), events, (q.RAW_SELECT_STATE_ROWS, key), (COMMIT, None)
+    ]
     # The driver builds a tuple and a string per event row; with the cyclic collector running,
     # a 5,000-row read took 238 ms instead of 52 (a process holding many objects, as the
     # benchmark does: each collection walks them all).  Paused for the read only, like the decode.
@@ -90,8 +95,8 @@ async def _load_default(store: SessionStore, key: dict[str, str], num: int | Non
             logger.info("a pooled connection was dropped by the server; re-running the read")
             async with store.transaction() as tx:
                 results = await tx.batch(statements)
-    head = results[0][1]
-    return (head[0], results[1][1], results[2][1]) if head else None
+    head = results[1][1]
+    return (head[0], results[2][1], results[3][1]) if head else None
 
 
 async def decode_events(payloads: list[str]) -> list[Event]:

@@ -17,13 +17,16 @@ from typing import Any, Sequence
 
 from sqlalchemy import Delete, Select, Update, and_, bindparam, delete, func, literal, or_, select, tuple_, update
 
+from ..audit import RAW_INSERT_AUDIT_SELECT
 from ..schema import agent_sessions as S
 from ..schema import session_events as E
 from ..schema import session_state as ST
 from .codec import APP, SESSION, USER
 
 __all__ = [
+    "APPENDED",
     "RAW_BUMP_SESSION_CAS",
+    "RAW_INSERT_AUDIT_IF_APPENDED",
     "RAW_INSERT_EVENT",
     "RAW_INSERT_EVENT_IF_BUMPED",
     "RAW_INSERT_SESSION",
@@ -33,6 +36,7 @@ __all__ = [
     "RAW_SELECT_STATE_ROWS",
     "RAW_UPSERT_STATE",
     "SELECT_SESSION",
+    "SNAPSHOT_READS",
     "SELECT_STATE_ROWS",
     "delete_events",
     "delete_session",
@@ -40,6 +44,7 @@ __all__ = [
     "event_exists",
     "latest_event_id",
     "lock_session",
+    "appended_params",
     "numbered_state_params",
     "raw_upsert_state_if_written",
     "archive_seq_ranges",
@@ -115,16 +120,39 @@ INSERT INTO session_events
      event_type, ts, event_time, token_count, is_final, compacted_by, event_json, redacted)
 SELECT %(app)s, %(user)s, %(sid)s, %(seq)s, %(event_id)s, %(invocation_id)s, %(author)s, %(branch)s,
        %(event_type)s, %(ts)s, %(event_time)s, %(token_count)s, %(is_final)s, NULL, %(event_json)s, %(redacted)s
-  FROM DUAL
- WHERE ROW_COUNT() = 1
+  FROM agent_sessions
+ WHERE app_name = %(app)s AND user_id = %(user)s AND session_id = %(sid)s
+   AND last_seq = %(seq)s AND last_update_time = %(ts)s
 """
-"""The event row, written only when the statement before it (the compare-and-set) changed one row.
+"""The event row, written only where the compare-and-set put the session row (its ``seq`` and ``ts``).
 
-``ROW_COUNT()`` is the previous statement's count, so in one packet
-``RAW_BUMP_SESSION_CAS; RAW_INSERT_EVENT_IF_BUMPED; ...; COMMIT`` writes
-nothing on a stale session and the COMMIT can ride in the same packet
-(issue #11).  Measured on seekdb: as fast as ``INSERT ... VALUES``.
+So ``RAW_BUMP_SESSION_CAS; RAW_INSERT_EVENT_IF_BUMPED; ...; COMMIT`` in one
+packet writes nothing on a stale session (issue #11); had the same event's
+earlier delivery put the session there, its row holds ``seq`` and this
+insert fails on the keys before the COMMIT (handled as stale).  Not gated on
+``ROW_COUNT()``: MariaDB sets it to -1 when it cannot send a reply (the
+caller cancelled and closed the connection) yet runs the rest of the
+packet, COMMIT included, so half an append committed (test_session_hotpath).
 """
+
+APPENDED = """EXISTS (SELECT 1 FROM agent_sessions s JOIN session_events e
+          ON e.app_name = s.app_name AND e.user_id = s.user_id AND e.session_id = s.session_id AND e.seq = s.last_seq
+       WHERE s.app_name = %(gate_app)s AND s.user_id = %(gate_user)s AND s.session_id = %(gate_sid)s
+         AND s.last_seq = %(gate_seq)s AND e.event_id = %(gate_event)s)"""
+"""True once this append's event row is in and is the session's newest: the gate of its audit and state rows.
+
+Parameters from :func:`appended_params`.  Only this append's insert makes
+it true: a redelivery's event insert fails on its keys first.
+"""
+
+RAW_INSERT_AUDIT_IF_APPENDED = f"{RAW_INSERT_AUDIT_SELECT} WHERE {APPENDED}"
+"""The append's audit row, in its packet: written only with the event (parameters: the audit row's and :func:`appended_params`)."""
+
+
+def appended_params(app: str, user: str, sid: str, seq: int, event_id: str) -> dict[str, Any]:
+    """The parameters of :data:`APPENDED` for the event ``event_id`` appended at ``seq``."""
+    return {"gate_app": app, "gate_user": user, "gate_sid": sid, "gate_seq": seq, "gate_event": event_id}
+
 
 RAW_UPSERT_STATE = """
 INSERT INTO session_state (app_name, scope, user_id, session_id, state_key, value_json, updated_at)
@@ -135,6 +163,14 @@ ON DUPLICATE KEY UPDATE value_json = VALUES(value_json), updated_at = VALUES(upd
 
 Run with ``executemany``: the driver sends all rows as one multi-row
 statement (its batching needs every VALUES item to be a parameter).
+"""
+
+SNAPSHOT_READS = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"
+"""First in a load, so its head, events and state come from one snapshot (the next transaction only).
+
+At READ COMMITTED (seekdb's default; a MariaDB may be set to it) an append
+landing between the events and the state gave a state holding a delta of an
+event the load did not return.
 """
 
 RAW_SELECT_SESSION_HEAD = """
@@ -173,13 +209,13 @@ _STATE_COLS = ("app_name", "scope", "user_id", "session_id", "state_key", "value
 
 @functools.lru_cache(maxsize=64)
 def raw_upsert_state_if_written(n: int) -> str:
-    """``RAW_UPSERT_STATE`` for ``n`` rows, run only if the statement before it wrote one row.
+    """``RAW_UPSERT_STATE`` for ``n`` rows, run only if this append's event row is in (:data:`APPENDED`).
 
     Parameters are the columns suffixed with the row number (``app_name_0``,
-    ...; see :func:`numbered_state_params`).  The rows are a derived table of
-    ``SELECT ... UNION ALL`` (aliased: two equal literals must not make
-    duplicate column names); the ``ROW_COUNT()`` filter is evaluated before
-    any row is written, so every row or none goes in.
+    ...; see :func:`numbered_state_params`) and those of :func:`appended_params`.
+    The rows are a derived table of ``SELECT ... UNION ALL`` (aliased: two
+    equal literals must not make duplicate column names); the filter is
+    evaluated before any row is written, so every row or none goes in.
     """
     rows = []
     for i in range(n):
@@ -190,7 +226,7 @@ def raw_upsert_state_if_written(n: int) -> str:
     return (
         f"INSERT INTO session_state ({', '.join(_STATE_COLS)})\n"
         f"SELECT * FROM ({' UNION ALL '.join(rows)}) AS r\n"
-        " WHERE ROW_COUNT() = 1\n"
+        f" WHERE {APPENDED}\n"
         "ON DUPLICATE KEY UPDATE value_json = VALUES(value_json), updated_at = VALUES(updated_at)"
     )
 

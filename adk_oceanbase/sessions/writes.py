@@ -16,7 +16,7 @@ from google.adk.events.event import Event
 from google.adk.sessions.session import Session
 import pymysql
 
-from ..audit import RAW_INSERT_AUDIT, RAW_INSERT_AUDIT_IF_WRITTEN, current_entry
+from ..audit import RAW_INSERT_AUDIT, current_entry
 from ..errors import (
     ConnectionLostError,
     DuplicateKeyError,
@@ -111,19 +111,23 @@ async def store_event(
         seq = await _check_markerless(tx, app, user, sid, session) if expected is None else expected
         params = {"app": app, "user": user, "sid": sid, "ts": row["ts"], "when": row["event_time"],
                   "tokens": row["token_count"], "expected_seq": seq}
-        # Compare-and-set, then the event row, the audit row and the state,
-        # each written only if the statement before it wrote its row (SQL
-        # ROW_COUNT()), so a missed CAS writes nothing.  That lets a plain
-        # append COMMIT in the same packet: one round trip in all.  Work
+        # Compare-and-set, then the event row (only where the session row is
+        # at the new seq), the audit row and the state (only with that event
+        # row), so a missed CAS writes nothing.  That lets a plain append
+        # COMMIT in the same packet: one round trip in all.  The gates read
+        # rows, never ROW_COUNT(): see q.RAW_INSERT_EVENT_IF_BUMPED.  Work
         # that needs the new seq first (compaction, rewind, debug archive)
         # commits after it, as before.
         statements = [(q.RAW_BUMP_SESSION_CAS, params), (q.RAW_INSERT_EVENT_IF_BUMPED, {**row, "seq": seq + 1})]
+        gate = q.appended_params(app, user, sid, seq + 1, event_id)
         audit = current_entry()
         if audit is not None and not compacting:
             audit.row_count = 1
-            statements.append((RAW_INSERT_AUDIT_IF_WRITTEN, audit.row()))  # same packet: see adk_oceanbase.audit
+            # same packet: see adk_oceanbase.audit
+            statements.append((q.RAW_INSERT_AUDIT_IF_APPENDED, {**audit.row(), **gate}))
         if state_rows:
-            statements.append((q.raw_upsert_state_if_written(len(state_rows)), q.numbered_state_params(state_rows)))
+            state = {**q.numbered_state_params(state_rows), **gate}
+            statements.append((q.raw_upsert_state_if_written(len(state_rows)), state))
         debugging = debug_archive is not None and debug_source is not None
         follow_up = compacting or bool(event.actions is not None and event.actions.rewind_before_invocation_id) or debugging
         if not follow_up:
