@@ -72,8 +72,13 @@ async def delete_user_data(db: Database, app_name: str, user_id: str) -> dict[st
     async with transaction(db) as conn:
         await guard.bump(conn, app, user, datetime.now(timezone.utc).replace(tzinfo=None), erased=True)
         locked = (await conn.execute(q.lock_user_sessions(app, user))).all()
+        # procedural memory first: the user's runs leave the app-wide aggregates before they are deleted (issue 27)
+        from ..procedural.governance import erase_user_runs  # here: importing governance loads no embedder stack
+
+        runs = await erase_user_runs(conn, app, user)
         for table in user_tables():
             counts[table.name] = int((await conn.execute(q.delete_user_rows(table, app, user))).rowcount or 0)
+        counts["procedure_runs"] = counts.get("procedure_runs", 0) + runs
         if (audit := current_entry()) is not None:
             # the erasure's own record survives it (who was erased, when, how many rows): no content
             audit.row_count = sum(counts.values())

@@ -127,7 +127,9 @@ class RetentionPolicy:
         return self.apps.get(app, self.default)
 
 
-_COUNTED = ("sessions", "events", "state_rows", "debug_entries", "memories", "tombstones_kept", "audit_rows")
+_COUNTED = (
+    "sessions", "events", "state_rows", "debug_entries", "memories", "tombstones_kept", "audit_rows", "procedure_runs",
+)
 
 
 @dataclass
@@ -142,6 +144,8 @@ class SweepCounts:
     tombstones_kept: int = 0
     """Expired tombstones kept because an event they were derived from is still stored."""
     audit_rows: int = 0
+    procedure_runs: int = 0
+    """Procedural memory runs (issue 27) not stored for ``memory_ttl``, taken out of the aggregates."""
     dry_run: bool = False
     tables: bool = True
     """False: the database has no adk-oceanbase tables, so there was nothing to sweep (none were created)."""
@@ -217,10 +221,13 @@ async def sweep(
             deleted, kept = await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
             total.memories += deleted
             total.tombstones_kept += kept
+            from ..procedural.governance import sweep_runs  # here: importing governance loads no embedder stack
+
+            total.procedure_runs += await sweep_runs(db, app, cutoff, batch=memory_batch, dry_run=dry_run, audit=audit)
     if policy.audit_ttl is not None:
         cutoff = clock - timedelta(seconds=policy.audit_ttl)
         total.audit_rows = await _sweep_audit(db, cutoff, wanted, audit_batch, dry_run, audit)
-    if total.sessions or total.memories or total.audit_rows:
+    if total.sessions or total.memories or total.audit_rows or total.procedure_runs:
         logger.info("retention %s: %s", "dry run" if dry_run else "sweep", total)
     return total
 
