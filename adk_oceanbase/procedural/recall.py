@@ -54,6 +54,9 @@ class Recall:
     """Paths that worked, best first (only those with enough samples and confidence)."""
     avoid: list[Procedure]
     """Paths that mostly failed lately, worst first, with their failure reasons."""
+    unproven: list[Procedure] = field(default_factory=list)
+    """Paths tried too few times (or with too mixed results) to advise either way: never injected,
+    but an agent that explores wants them (benchmarks/procedural.py)."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready (the ADK tool's return value)."""
@@ -92,7 +95,7 @@ def build_recall(
     reasons: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for path, tool, reason, count in failures:
         reasons[path].append({"tool": tool, "reason": reason, "count": int(count)})
-    good, bad = [], []
+    good, bad, rest = [], [], []
     for row in stats:
         if row["tainted"]:
             continue
@@ -116,6 +119,10 @@ def build_recall(
             good.append(proc)
         elif len(w) >= settings.min_samples and wilson_lower_bound(len(w) - wins, len(w), settings.z) >= settings.min_confidence:
             bad.append(proc)
+        else:
+            rest.append(proc)
     good.sort(key=lambda p: (-p.confidence, p.mean_tool_calls or 0.0, p.path_hash))
     bad.sort(key=lambda p: (p.recent_success_rate or 0.0, p.path_hash))
-    return Recall(scenario_id=scenario, similarity=similarity, procedures=good[:top_k], avoid=bad[:top_k])
+    rest.sort(key=lambda p: (-p.recent_samples, p.path_hash))
+    return Recall(scenario_id=scenario, similarity=similarity, procedures=good[:top_k], avoid=bad[:top_k],
+                  unproven=rest[:top_k])
