@@ -10,8 +10,8 @@ handed to ``ProcedureStore.extract_session`` (MiniLM scenario grouping).
 
 Policies: ``none`` picks a path uniformly (no procedural memory); ``ours``
 asks ``recall_procedures`` and follows the top path when its confidence is
-at least every other path's optimistic (Wilson upper) bound, else tries the
-path with the highest upper bound (untried paths first); ``oracle`` always
+at least every other path's Thompson draw (Beta over its recalled recent
+outcomes), else takes the path with the highest draw (untried paths at Beta(1, 1)); ``oracle`` always
 takes the best path.  Runs: ``clean``; ``noise`` (20 % of reported outcomes
 flipped; success is still measured on the truth); ``drift`` (scenario 0's
 best path collapses after half of its sessions and its worst becomes best).
@@ -46,13 +46,7 @@ from google.adk.events.event import Event  # noqa: E402
 from google.adk.events.event_actions import EventActions  # noqa: E402
 from google.genai import types  # noqa: E402
 
-from adk_oceanbase.procedural import wilson_lower_bound  # noqa: E402
-
 WARMUP = 30  # sessions per scenario before the "after learning" success rate counts
-
-
-def upper(wins: int, n: int) -> float:
-    return 1.0 - wilson_lower_bound(n - wins, n) if n else 1.0
 
 
 class ScriptedAgent(BaseAgent):
@@ -62,6 +56,7 @@ class ScriptedAgent(BaseAgent):
     env: Any
     store: Any = None
     noise: float = 0.0
+    last_scenario: Any = None
     current: Any = None  # the Scenario of this turn (the harness knows it; the agent only sees the text)
     last: dict = {}
 
@@ -72,20 +67,21 @@ class ScriptedAgent(BaseAgent):
         if self.policy == "none":
             return self.env.rng.randrange(len(sc.paths)), None
         recall = await self.store.recall_procedures(ctx.session.app_name, request, top_k=10)
+        self.last_scenario = recall.scenario_id
         known = {tuple(p.tools): p for p in [*recall.procedures, *recall.avoid, *recall.unproven]}
-        stats = []
+        top = recall.procedures[0] if recall.procedures else None
+        draws = []
         for i, path in enumerate(sc.paths):
             p = known.get(path.tools)
-            wins = round((p.recent_success_rate or 0) * p.recent_samples) if p else 0
-            stats.append((i, p.confidence if p else 0.0, upper(wins, p.recent_samples if p else 0)))
-        top = recall.procedures[0] if recall.procedures else None
+            n = p.recent_samples if p else 0
+            wins = round((p.recent_success_rate or 0) * n) if p else 0
+            draws.append((self.env.rng.betavariate(wins + 1, n - wins + 1), i))
         if top is not None:
             i_top = next((i for i, path in enumerate(sc.paths) if path.tools == tuple(top.tools)), None)
-            if i_top is not None and all(top.confidence >= u for i, _c, u in stats if i != i_top):
+            if i_top is not None and top.confidence >= max(d for d, i in draws if i != i_top):
                 return i_top, top.tools  # confidence allows: follow the recalled path
-        best_u = max(u for _i, _c, u in stats)
-        choice = self.env.rng.choice([i for i, _c, u in stats if u == best_u])  # explore, optimistically
-        return choice, (top.tools if top else None)
+        # explore: Thompson sampling over the recalled counts of every path (untried ones at Beta(1, 1))
+        return max(draws)[1], (top.tools if top else None)
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         request = " ".join(p.text for p in (ctx.user_content.parts or []) if p.text)
@@ -128,6 +124,7 @@ async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions:
     order.shuffle(schedule)
     seen: dict[str, int] = {}
     per_session, drift_trace = [], []
+    grouping: dict[str, list[str]] = {}  # recalled scenario id -> the true scenarios of its requests
     drift_at = (sessions // len(env.scenarios)) // 2
     t0 = time.perf_counter()
     for k, sc in enumerate(schedule):
@@ -146,10 +143,17 @@ async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions:
             await store.extract_session(await service.get_session(app_name=app, user_id=user, session_id=s.id))
         last = agent.last
         per_session.append((sc.name, seen[sc.name], last["ok"], last["calls"]))
+        if store is not None and agent.last_scenario is not None:
+            grouping.setdefault(agent.last_scenario, []).append(sc.name)
         if drift is sc and seen[sc.name] > drift_at:
             drift_trace.append(tuple(last["recommended"]) == sc.paths[sc.best].tools if last["recommended"] else False)
     took = time.perf_counter() - t0
-    return summarize(policy, condition, per_session, drift_trace, took)
+    out = summarize(policy, condition, per_session, drift_trace, took)
+    if grouping:
+        matched = sum(len(v) for v in grouping.values())
+        majority = sum(max(v.count(n) for n in set(v)) for v in grouping.values())
+        out.update(scenarios_found=len(grouping), grouping_purity=majority / matched)
+    return out
 
 
 def summarize(policy: str, condition: str, rows: list, drift_trace: list, took: float) -> dict:
@@ -209,6 +213,7 @@ async def main() -> None:
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"
                           + (f" drift followed after {r.get('drift_followed_after')}" if "drift_followed_after" in r else "")
+                          + (f" scenarios {r['scenarios_found']} purity {r['grouping_purity']:.3f}" if "scenarios_found" in r else "")
                           + f" ({r['seconds']} s)", flush=True)
         finally:
             await db.close()

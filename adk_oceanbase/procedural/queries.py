@@ -108,33 +108,34 @@ def stats_of(app: str, user: str, scenarios: Sequence[str]) -> Select:
     )
 
 
-def _scenario_runs(app: str, user: str, scenario: str) -> Any:
-    return and_(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id == scenario, runs.c.counted == 1)
+def _scenario_runs(app: str, user: str, scenarios: Sequence[str]) -> Any:
+    return and_(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id.in_(list(scenarios)),
+                runs.c.counted == 1)
 
 
-def recent_outcomes(app: str, user: str, scenario: str, limit: int) -> Select:
-    """The scenario's newest known outcomes (the recency window of each path is taken from them)."""
+def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -> Select:
+    """The scenarios' newest known outcomes (the recency window of each path is taken from them)."""
     return (
         select(runs.c.path_hash, runs.c.outcome)
-        .where(_scenario_runs(app, user, scenario), runs.c.outcome.in_(("success", "failure")))
+        .where(_scenario_runs(app, user, scenarios), runs.c.outcome.in_(("success", "failure")))
         .order_by(runs.c.created_at.desc())
         .limit(limit)
     )
 
 
-def success_iterations(app: str, user: str, scenario: str) -> Select:
+def success_iterations(app: str, user: str, scenarios: Sequence[str]) -> Select:
     """How many successful runs of each path took how many iterations (the median's input)."""
     return (
         select(runs.c.path_hash, runs.c.iterations, func.count())
-        .where(_scenario_runs(app, user, scenario), runs.c.outcome == "success")
+        .where(_scenario_runs(app, user, scenarios), runs.c.outcome == "success")
         .group_by(runs.c.path_hash, runs.c.iterations)
     )
 
 
-def failure_reasons(app: str, user: str, scenario: str) -> Select:
+def failure_reasons(app: str, user: str, scenarios: Sequence[str]) -> Select:
     return (
         select(runs.c.path_hash, runs.c.failed_tool, runs.c.reason, func.count().label("n"))
-        .where(_scenario_runs(app, user, scenario), runs.c.outcome == "failure")
+        .where(_scenario_runs(app, user, scenarios), runs.c.outcome == "failure")
         .group_by(runs.c.path_hash, runs.c.failed_tool, runs.c.reason)
         .order_by(func.count().desc())
         .limit(50)

@@ -80,11 +80,28 @@ def _round(x: float | None) -> float | None:
     return None if x is None else round(x, 3)
 
 
+def _pooled(stats: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per path over the pooled scenarios: counts summed, tainted if tainted in any, newest shapes."""
+    out: dict[str, dict[str, Any]] = {}
+    for row in stats:
+        have = out.get(row["path_hash"])
+        if have is None:
+            out[row["path_hash"]] = dict(row)
+            continue
+        for name in ("successes", "failures", "unknowns", "iterations_sum", "tool_calls_sum"):
+            have[name] = int(have[name]) + int(row[name])
+        have["tainted"] = int(bool(have["tainted"]) or bool(row["tainted"]))
+        if row["last_seen"] > have["last_seen"]:
+            have["last_seen"], have["tool_path"] = row["last_seen"], row["tool_path"]
+    return list(out.values())
+
+
 def build_recall(
     scenario: str, similarity: float, stats: Sequence[Mapping[str, Any]], recent: Sequence[Any],
     iterations: Sequence[Any], failures: Sequence[Any], settings: ProceduralSettings, top_k: int,
 ) -> Recall:
-    """Ranks a scenario's paths: recent-window Wilson lower bound, ties by fewer tool calls."""
+    """Ranks the paths of the pooled scenarios (``scenario`` is the nearest): recent-window Wilson lower bound,
+    ties by fewer tool calls."""
     window: dict[str, list[bool]] = defaultdict(list)
     for path, outcome in recent:
         if len(window[path]) < settings.recent_window:
@@ -96,7 +113,7 @@ def build_recall(
     for path, tool, reason, count in failures:
         reasons[path].append({"tool": tool, "reason": reason, "count": int(count)})
     good, bad, rest = [], [], []
-    for row in stats:
+    for row in _pooled(stats):
         if row["tainted"]:
             continue
         s, f, u = int(row["successes"]), int(row["failures"]), int(row["unknowns"])

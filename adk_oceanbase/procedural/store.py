@@ -290,23 +290,24 @@ class ProcedureStore(DatabaseService):
             raise ValidationError("recall_procedures needs user_id when ProceduralSettings.scope is 'user'")
         scope = self._scope(check_id("user_id", user_id)) if user_id is not None else ""
         if scenario:
-            target, similarity = sc.label_id(scenario), 1.0
+            targets = [(sc.label_id(scenario), 1.0)]
         elif query and query.strip():
             vec = (await self._embed([query]))[0]
             known = await self._read(lambda conn: self._centroids(conn, app, scope))
-            target, similarity = sc.nearest(vec, known, self.settings.similarity)
+            targets = sc.near(vec, known, self.settings.similarity)
         else:
             raise ValidationError("recall_procedures needs a query or a scenario")
-        if target is None:
-            return Recall(scenario_id=None, similarity=similarity, procedures=[], avoid=[])
+        if not targets:
+            return Recall(scenario_id=None, similarity=0.0, procedures=[], avoid=[])
+        ids = [t[0] for t in targets]
         window = self.settings.recent_window
 
         async def read(conn: AsyncConnection) -> Recall:
-            stats = (await conn.execute(q.stats_of(app, scope, [target]))).mappings().all()
-            recent = (await conn.execute(q.recent_outcomes(app, scope, target, window * max(len(stats), 1) * 4))).all()
-            iters = (await conn.execute(q.success_iterations(app, scope, target))).all()
-            fails = (await conn.execute(q.failure_reasons(app, scope, target))).all()
-            return build_recall(target, similarity, stats, recent, iters, fails, self.settings, top_k)
+            stats = (await conn.execute(q.stats_of(app, scope, ids))).mappings().all()
+            recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window * max(len(stats), 1) * 4))).all()
+            iters = (await conn.execute(q.success_iterations(app, scope, ids))).all()
+            fails = (await conn.execute(q.failure_reasons(app, scope, ids))).all()
+            return build_recall(ids[0], targets[0][1], stats, recent, iters, fails, self.settings, top_k)
 
         return await self._read(read)
 
