@@ -150,7 +150,7 @@ class ProcedureStore(DatabaseService):
                 changed = 0
                 for inv, values in sorted(zip(invs, rows), key=lambda p: p[0].invocation_id):  # one lock order
                     key = {"app_name": app, "user_id": user, "session_id": sid, "invocation_id": inv.invocation_id}
-                    changed += await self._apply(conn, key, values, now, from_events=True)
+                    changed += await self._apply(conn, key, dict(values), now, from_events=True)  # a copy: a re-run starts clean
                 if (entry := current_entry()) is not None:
                     entry.row_count = changed
                     await conn.execute(entry.insert())

@@ -175,3 +175,18 @@ async def test_bad_inputs_raise_typed_errors_and_write_nothing(pdb):
         await ps.recall_procedures("shop", "   ")
     assert await rows(pdb, "SELECT * FROM procedure_runs") == []
     assert (await ps.extract_session(session([user_says("i", "hello")])))["invocations"] == 0
+
+
+async def test_a_newer_extractor_re_extracts_and_an_older_one_cannot_undo_it(pdb, monkeypatch):
+    from adk_oceanbase.procedural import store as store_module
+
+    ps = store(pdb)
+    s = session(run("i", REFUND, ["a"], True))
+    await ps.extract_session(s)
+    monkeypatch.setattr(store_module, "EXTRACTOR", "path:v2")
+    s.events.extend(call_events("i", ["b"]))  # v2 sees the invocation's later calls too
+    assert (await ps.extract_session(s))["changed"] == 1
+    assert await by_tools(pdb) == {("a", "b"): (1, 0, 0, 2)}
+    monkeypatch.setattr(store_module, "EXTRACTOR", "path:v1")
+    assert (await ps.extract_session(session(run("i", REFUND, ["a"], True), sid=s.id)))["changed"] == 0
+    assert await by_tools(pdb) == {("a", "b"): (1, 0, 0, 2)}
