@@ -1,8 +1,8 @@
 """The simulated tool environment of benchmarks/procedural.py: 20 scenarios, their wordings and hidden paths.
 
 Each scenario has 4 tool paths with hidden success probabilities (one clearly
-best, the rest 0.15-0.65) and costs (tool calls, 1-4); a failed path stops at
-the step that failed.  Requests are phrased 4 ways per scenario, with a random
+best, the rest 0.15-0.65) and costs (tool calls, 1-4); a failed path has one step
+that answers with an error.  Requests are phrased 4 ways per scenario, with a random
 order or parcel number, so scenario grouping has to meet paraphrases.
 Everything is drawn from one seeded ``random.Random``.
 """

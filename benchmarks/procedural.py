@@ -94,11 +94,11 @@ class ScriptedAgent(BaseAgent):
             cid = f"{ctx.invocation_id}-{step}"
             yield Event(invocation_id=ctx.invocation_id, author=self.name, branch=ctx.branch, content=types.Content(
                 role="model", parts=[types.Part(function_call=types.FunctionCall(id=cid, name=tool, args={"q": request}))]))
+            # the failing step answers with an error and the agent carries on to the end of its plan, so the
+            # events hold the path it chose (stopping at the failure would record a prefix as another path)
             response = {"error": f"{tool} failed"} if step == failed_at else {"ok": True}
             yield Event(invocation_id=ctx.invocation_id, author=self.name, branch=ctx.branch, content=types.Content(
                 role="user", parts=[types.Part(function_response=types.FunctionResponse(id=cid, name=tool, response=response))]))
-            if step == failed_at:
-                break
         reported = (not ok) if self.env.rng.random() < self.noise else ok
         self.last = {"ok": ok, "calls": calls, "index": index, "recommended": recommended}
         yield Event(invocation_id=ctx.invocation_id, author=self.name, branch=ctx.branch,
