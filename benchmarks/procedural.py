@@ -168,7 +168,8 @@ def summarize(policy: str, condition: str, rows: list, drift_trace: list, took: 
     if drift_trace:
         # sessions of the drifted scenario until the recommendation is the new best path and stays so
         follow = next((i + 1 for i in range(len(drift_trace)) if all(drift_trace[i:])), None)
-        out.update(drift_sessions_after=len(drift_trace), drift_followed_after=follow)
+        out.update(drift_sessions_after=len(drift_trace), drift_followed_after=follow,
+                   drift_trace="".join("1" if x else "0" for x in drift_trace))
     return out
 
 
@@ -177,6 +178,7 @@ async def main() -> None:
     parser.add_argument("--sessions", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--runs", default="clean,noise,drift")
+    parser.add_argument("--policies", default="none,ours,oracle")
     parser.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     parser.add_argument("--hash-embedder", action="store_true", help="HashEmbedder instead of MiniLM (faster, lexical)")
     parser.add_argument("--out", default=None)
@@ -207,12 +209,12 @@ async def main() -> None:
         await migrations.upgrade(db)
         try:
             for condition in args.runs.split(","):
-                for policy in ("none", "ours", "oracle"):
+                for policy in args.policies.split(","):
                     r = await run_one(db, embedder, policy, condition, args.sessions, args.seed)
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"
-                          + (f" drift followed after {r.get('drift_followed_after')}" if "drift_followed_after" in r else "")
+                          + (f" drift followed after {r.get('drift_followed_after')} ({r['drift_trace']})" if "drift_trace" in r else "")
                           + (f" scenarios {r['scenarios_found']} purity {r['grouping_purity']:.3f}" if "scenarios_found" in r else "")
                           + f" ({r['seconds']} s)", flush=True)
         finally:
