@@ -106,16 +106,17 @@ class ScriptedAgent(BaseAgent):
                     content=types.Content(role="model", parts=[types.Part(text="done" if ok else "could not do it")]))
 
 
-async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int) -> dict:
+async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None) -> dict:
     from google.adk.runners import Runner
 
-    from adk_oceanbase.procedural import ProcedureStore
+    from adk_oceanbase.procedural import ProceduralSettings, ProcedureStore
     from adk_oceanbase.sessions import OceanBaseSessionService
 
     env: Environment = build(seed)
     drift = add_drift(env) if condition == "drift" else None
     app = f"proc_{condition}_{policy}"
-    store = ProcedureStore(database=db, embedder=embedder) if policy == "ours" else None
+    settings = ProceduralSettings(pool_similarity=pool)
+    store = ProcedureStore(database=db, embedder=embedder, settings=settings) if policy == "ours" else None
     service = OceanBaseSessionService(database=db)
     agent = ScriptedAgent(name="scripted", policy=policy, env=env, store=store, noise=0.2 if condition == "noise" else 0.0)
     runner = Runner(app_name=app, agent=agent, session_service=service)
@@ -179,6 +180,7 @@ async def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--runs", default="clean,noise,drift")
     parser.add_argument("--policies", default="none,ours,oracle")
+    parser.add_argument("--pool-similarity", type=float, default=None, help="ProceduralSettings.pool_similarity")
     parser.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     parser.add_argument("--hash-embedder", action="store_true", help="HashEmbedder instead of MiniLM (faster, lexical)")
     parser.add_argument("--out", default=None)
@@ -210,7 +212,8 @@ async def main() -> None:
         try:
             for condition in args.runs.split(","):
                 for policy in args.policies.split(","):
-                    r = await run_one(db, embedder, policy, condition, args.sessions, args.seed)
+                    r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity)
+                    r["pool_similarity"] = args.pool_similarity
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"

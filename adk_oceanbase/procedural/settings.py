@@ -32,6 +32,10 @@ class ProceduralSettings:
     """Cosine a request needs to join a scenario.  MiniLM puts paraphrases of one task at 0.6-0.9 and
     different tasks of one domain at 0.2-0.5 (benchmarks/procedural.py's 22 scenarios)."""
 
+    pool_similarity: float | None = None
+    """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
+    pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
+
     recent_window: int = 20
     """Known outcomes per path that the confidence is computed over: the newest ones, so a path that
     stopped working loses its rank within this many sessions (issue 27's drift goal)."""
@@ -52,6 +56,8 @@ class ProceduralSettings:
             raise ConfigurationError("ProceduralSettings.outcome_key must be a non-empty string")
         if not 0.0 < self.similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.similarity must be in (0, 1]")
+        if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:
+            raise ConfigurationError("ProceduralSettings.pool_similarity must be in (0, 1] or None")
         for name in ("recent_window", "min_samples"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -294,7 +294,8 @@ class ProcedureStore(DatabaseService):
         elif query and query.strip():
             vec = (await self._embed([query]))[0]
             known = await self._read(lambda conn: self._centroids(conn, app, scope))
-            targets = sc.near(vec, known, self.settings.similarity)
+            pool = self.settings.pool_similarity
+            targets = sc.near(vec, known, self.settings.similarity if pool is None else pool)
         else:
             raise ValidationError("recall_procedures needs a query or a scenario")
         if not targets:
