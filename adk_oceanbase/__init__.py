@@ -45,6 +45,14 @@ from .compaction import compact_session as _compact_session
 # service's compact_session runs what is installed here, at the top.
 set_compaction(_compact_session)
 
+# Procedural memory keeps per-user runs inside app-wide aggregates: erasure and retention (below it)
+# run its own share, registered here.
+from .governance import extensions as _governance_extensions  # noqa: E402
+from .procedural import governance as _procedural_governance  # noqa: E402
+
+_governance_extensions.register_user_eraser("procedure_runs", _procedural_governance.erase_user_runs)
+_governance_extensions.register_retention_sweep("procedure_runs", _procedural_governance.sweep_runs)
+
 __version__ = "0.1.0"
 
 __all__ = [

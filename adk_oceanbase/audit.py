@@ -81,6 +81,7 @@ OPERATIONS = (
     "create_session", "get_session", "list_sessions", "delete_session", "append", "compaction",
     "memory_add", "memory_search", "memory_delete", "retention_sweep", "delete_user",
     "memory_taint", "memory_untaint", "memory_opt_out", "memory_opt_in", "memory_restore",
+    "procedure_extract", "procedure_outcome", "procedure_recall", "procedure_taint",
 )
 """Every value of ``audit_log.operation``."""
 

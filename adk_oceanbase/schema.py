@@ -74,6 +74,9 @@ __all__ = [
     "memory_user_gen",
     "metadata",
     "model_prices",
+    "procedure_runs",
+    "procedure_scenarios",
+    "procedure_stats",
     "session_events",
     "session_state",
     "setup_lock",
@@ -501,6 +504,7 @@ ENGINE_INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
 
 # The Agno (revision 0018) and LangGraph (revision 0017) tables live in their own module on the same metadata.
 from . import schema_agno  # noqa: E402,F401  (registers its tables on metadata)
+from .schema_procedural import procedure_runs, procedure_scenarios, procedure_stats  # noqa: E402,F401
 from .schema_langgraph import (  # noqa: E402,F401  (registers its tables; re-exported)
     lg_checkpoint_blobs,
     lg_checkpoint_writes,

@@ -1,5 +1,5 @@
 -- Analyst views over adk-oceanbase's tables (OceanBase/seekdb and MySQL/MariaDB alike).
--- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0017); this
+-- Created by the migrations (`adk-oceanbase db upgrade`; newest definitions in revision 0019); this
 -- file is the readable copy and tests/test_sql_files.py checks a migrated database matches it.
 -- JSON payloads are LONGTEXT holding JSON: JSON_EXTRACT works on them directly.
 
@@ -149,3 +149,38 @@ CREATE OR REPLACE VIEW v_lg_store_items AS
 SELECT app_name, user_id, namespace, item_key, created_at, updated_at, expires_at, ttl_minutes,
        indexed_fields, LENGTH(value_json) AS value_bytes
 FROM lg_store_items;
+
+-- Procedural memory (revision 0019): success rate of every tool path per scenario (scope_user '' is
+-- the app's aggregate over all users), with the scenario's label when the agent gave one.
+CREATE OR REPLACE VIEW v_procedure_success AS
+SELECT s.app_name, s.user_id AS scope_user, s.scenario_id, c.label, s.path_hash, s.tool_path,
+       s.successes, s.failures, s.unknowns,
+       s.successes / NULLIF(s.successes + s.failures, 0) AS success_rate,
+       s.iterations_sum / NULLIF(s.successes + s.failures + s.unknowns, 0) AS mean_iterations,
+       s.tool_calls_sum / NULLIF(s.successes + s.failures + s.unknowns, 0) AS mean_tool_calls,
+       s.tainted, s.last_seen
+FROM procedure_stats s
+LEFT JOIN procedure_scenarios c
+  ON c.app_name = s.app_name AND c.user_id = s.user_id AND c.scenario_id = s.scenario_id;
+
+-- Failing tools: per tool, the runs where its response was an error, how many of those runs
+-- failed in the end, across how many scenarios, and when last.
+CREATE OR REPLACE VIEW v_procedure_failing_tools AS
+SELECT app_name, scope_user, failed_tool, COUNT(*) AS runs_with_error,
+       SUM(outcome = 'failure') AS failed_runs, COUNT(DISTINCT scenario_id) AS scenarios,
+       MAX(created_at) AS last_error_at
+FROM procedure_runs
+WHERE counted = 1 AND failed_tool IS NOT NULL
+GROUP BY app_name, scope_user, failed_tool;
+
+-- Success per path and week (weeks start on Monday): compare a path's weeks to see it getting
+-- worse: join the view to itself on week_start - INTERVAL 7 DAY.
+CREATE OR REPLACE VIEW v_procedure_weekly AS
+SELECT app_name, scope_user, scenario_id, path_hash,
+       DATE_SUB(DATE(created_at), INTERVAL WEEKDAY(created_at) DAY) AS week_start,
+       SUM(outcome = 'success') AS successes, SUM(outcome = 'failure') AS failures,
+       SUM(outcome = 'success') / NULLIF(SUM(outcome IN ('success', 'failure')), 0) AS success_rate
+FROM procedure_runs
+WHERE counted = 1
+GROUP BY app_name, scope_user, scenario_id, path_hash,
+         DATE_SUB(DATE(created_at), INTERVAL WEEKDAY(created_at) DAY);

@@ -35,7 +35,7 @@ from adk_oceanbase import upgrade
 OUR_TABLES = (
     "session_events", "session_state", "agent_sessions", "agent_memories", "memory_terms", "memory_opt_out", "debug_archive",
     "audit_log", "memory_user_gen", "lg_checkpoints", "lg_checkpoint_blobs", "lg_checkpoint_writes", "lg_store_items",
-    "lg_store_fields", "state_checkpoints", "model_prices",
+    "lg_store_fields", "state_checkpoints", "model_prices", "procedure_runs", "procedure_stats", "procedure_scenarios",
     "agno_ob_sessions", "agno_ob_runs", "agno_ob_metrics", "agno_ob_eval_runs",
     "agno_ob_knowledge", "agno_ob_traces", "agno_ob_spans", "agno_ob_learnings", "agno_ob_schema_versions",
 )

@@ -37,7 +37,7 @@ from ..audit import current_entry
 from ..engine import Database
 from ..schema import agent_sessions, audit_log, metadata, session_events, session_state
 from ..validation import check_id
-from . import guard
+from . import extensions, guard
 from . import queries as q
 from ..gateway import transaction
 
@@ -72,8 +72,13 @@ async def delete_user_data(db: Database, app_name: str, user_id: str) -> dict[st
     async with transaction(db) as conn:
         await guard.bump(conn, app, user, datetime.now(timezone.utc).replace(tzinfo=None), erased=True)
         locked = (await conn.execute(q.lock_user_sessions(app, user))).all()
+        # registered shares first (procedural memory: the user's runs leave the app-wide aggregates
+        # before they are deleted, issue 27), then every per-user table
+        extra = {key: await erase(conn, app, user) for key, erase in extensions.user_erasers().items()}
         for table in user_tables():
             counts[table.name] = int((await conn.execute(q.delete_user_rows(table, app, user))).rowcount or 0)
+        for key, n in extra.items():
+            counts[key] = counts.get(key, 0) + n
         if (audit := current_entry()) is not None:
             # the erasure's own record survives it (who was erased, when, how many rows): no content
             audit.row_count = sum(counts.values())

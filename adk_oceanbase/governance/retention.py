@@ -49,6 +49,7 @@ from ..audit import AuditEntry
 from ..engine import Database
 from ..errors import SchemaMissingError, ValidationError, typed_errors
 from ..validation import check_id
+from . import extensions
 from . import langgraph_sweep as lg
 from . import queries as q
 from .agno_retention import agno_apps, sweep_agno_sessions
@@ -135,7 +136,7 @@ class RetentionPolicy:
 
 _COUNTED = (
     "sessions", "events", "state_rows", "debug_entries", "memories", "tombstones_kept", "audit_rows",
-    "lg_threads", "lg_checkpoints", "lg_store_items",
+    "lg_threads", "lg_checkpoints", "lg_store_items", "procedure_runs",
 )
 
 
@@ -156,6 +157,8 @@ class SweepCounts:
     lg_checkpoints: int = 0
     lg_store_items: int = 0
     """LangGraph Store items past their own TTL."""
+    procedure_runs: int = 0
+    """Procedural memory runs (issue 27) not stored for ``memory_ttl``, taken out of the aggregates."""
     dry_run: bool = False
     tables: bool = True
     """False: the database has no adk-oceanbase tables, so there was nothing to sweep (none were created)."""
@@ -237,6 +240,9 @@ async def sweep(
             deleted, kept = await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
             total.memories += deleted
             total.tombstones_kept += kept
+            for field, sweep in extensions.retention_sweeps().items():  # procedural memory's runs (issue 27)
+                swept = await sweep(db, app, cutoff, batch=memory_batch, dry_run=dry_run, audit=audit)
+                setattr(total, field, getattr(total, field) + swept)
         if ttl.thread_ttl is not None:
             cutoff = clock - timedelta(seconds=ttl.thread_ttl)
             threads, checkpoints = await lg.sweep_threads(db, app, cutoff, session_batch, dry_run, audit)
@@ -246,7 +252,8 @@ async def sweep(
     if policy.audit_ttl is not None:
         cutoff = clock - timedelta(seconds=policy.audit_ttl)
         total.audit_rows = await _sweep_audit(db, cutoff, wanted, audit_batch, dry_run, audit)
-    if total.sessions or total.memories or total.audit_rows or total.lg_threads or total.lg_store_items:
+    if (total.sessions or total.memories or total.audit_rows or total.lg_threads or total.lg_store_items
+            or total.procedure_runs):
         logger.info("retention %s: %s", "dry run" if dry_run else "sweep", total)
     return total
 

@@ -440,3 +440,61 @@ CREATE TABLE agno_ob_traces (
   INDEX ix_agno_traces_start (app_name, start_time)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+CREATE TABLE procedure_runs (                             -- procedural memory: one row per invocation, a user's contribution (0019)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  session_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  invocation_id VARCHAR(256) COLLATE utf8mb4_bin NOT NULL,
+  extractor VARCHAR(32) NOT NULL,                         -- e.g. path:v1
+  scope_user VARCHAR(128) COLLATE utf8mb4_bin NOT NULL DEFAULT '',  -- '' : counted in the app's aggregates
+  scenario_id VARCHAR(64) COLLATE utf8mb4_bin,
+  path_hash VARCHAR(64) COLLATE utf8mb4_bin,
+  tool_path LONGTEXT,                                     -- JSON: tool names and argument shapes, never values
+  outcome VARCHAR(8) NOT NULL DEFAULT 'unknown',          -- success | failure | unknown
+  outcome_source VARCHAR(16) NOT NULL DEFAULT 'none',     -- api | metadata | state | judge | none
+  reason VARCHAR(256),                                    -- redacted failure reason
+  failed_tool VARCHAR(256),
+  iterations INT NOT NULL DEFAULT 0,
+  tool_calls INT NOT NULL DEFAULT 0,
+  tool_errors INT NOT NULL DEFAULT 0,
+  retries INT NOT NULL DEFAULT 0,
+  request_hash VARCHAR(64) COLLATE utf8mb4_bin,           -- sha256 of the request; the text is not kept
+  request_vector LONGTEXT,                                -- base64 float32
+  event_ids LONGTEXT,                                     -- JSON list: provenance
+  counted SMALLINT NOT NULL DEFAULT 0,                    -- 1: in procedure_stats
+  created_at DATETIME(6) NOT NULL,
+  stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),  -- retention's clock
+  CONSTRAINT pk_procedure_runs PRIMARY KEY (app_name, user_id, session_id, invocation_id),
+  INDEX ix_procedure_runs_scenario (app_name, scope_user, scenario_id, created_at),
+  INDEX ix_procedure_runs_app_stored (app_name, stored_at)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE procedure_stats (                            -- per scenario and tool path: counts moved by atomic increments (0019)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,      -- '' : the app's aggregate
+  scenario_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  path_hash VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  tool_path LONGTEXT NOT NULL,
+  successes BIGINT NOT NULL DEFAULT 0,
+  failures BIGINT NOT NULL DEFAULT 0,
+  unknowns BIGINT NOT NULL DEFAULT 0,
+  iterations_sum BIGINT NOT NULL DEFAULT 0,
+  tool_calls_sum BIGINT NOT NULL DEFAULT 0,
+  tainted SMALLINT NOT NULL DEFAULT 0,                    -- never served while 1
+  last_seen DATETIME(6) NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_procedure_stats PRIMARY KEY (app_name, user_id, scenario_id, path_hash)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE procedure_scenarios (                        -- requests grouped: vector sums and member counts (0019)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  scenario_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,
+  label VARCHAR(256),
+  vector_sum LONGTEXT,                                    -- base64 float32
+  members BIGINT NOT NULL DEFAULT 0,
+  embedding_model VARCHAR(128),
+  created_at DATETIME(6) NOT NULL,
+  updated_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_procedure_scenarios PRIMARY KEY (app_name, user_id, scenario_id)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

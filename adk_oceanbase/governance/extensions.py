@@ -1,0 +1,48 @@
+"""Other packages' shares of erasure and retention, registered from above.
+
+Governance sits below the packages that keep per-user data of their own
+(procedural memory's runs and aggregates): it cannot import them without an
+import circle, so each registers what erasing a user or expiring data means
+for its tables, and the package root (``adk_oceanbase/__init__.py``) wires
+them in, as it wires compaction into the session service.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Awaitable, Callable
+
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+if TYPE_CHECKING:
+    from ..engine import Database
+
+__all__ = ["RetentionSweep", "UserEraser", "register_retention_sweep", "register_user_eraser", "retention_sweeps",
+           "user_erasers"]
+
+UserEraser = Callable[[AsyncConnection, str, str], Awaitable[int]]
+"""``(conn, app, user) -> rows removed``: runs inside the erasure's transaction, before the user's rows go."""
+
+RetentionSweep = Callable[..., Awaitable[int]]
+"""``(db, app, cutoff, *, batch, dry_run, audit) -> rows removed`` (or that would be, on a dry run)."""
+
+_erasers: dict[str, UserEraser] = {}
+_sweeps: dict[str, RetentionSweep] = {}
+
+
+def register_user_eraser(count_key: str, eraser: UserEraser) -> None:
+    """``delete_user_data`` runs ``eraser`` and reports what it returns under ``count_key``."""
+    _erasers[count_key] = eraser
+
+
+def register_retention_sweep(field: str, sweep: RetentionSweep) -> None:
+    """``gc`` runs ``sweep`` with each app's memory cutoff and adds its count to ``SweepCounts.<field>``."""
+    _sweeps[field] = sweep
+
+
+def user_erasers() -> dict[str, UserEraser]:
+    return dict(_erasers)
+
+
+def retention_sweeps() -> dict[str, RetentionSweep]:
+    return dict(_sweeps)
+

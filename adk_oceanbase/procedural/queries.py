@@ -1,0 +1,154 @@
+"""Statements of procedural memory: pure builders over the Core tables, no I/O.
+
+Every count moves by ``x = x + :delta`` in the database (never a value read
+and written back), so two extractors adding to one path both land.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Sequence
+
+from sqlalchemy import Delete, Insert, Select, Update, and_, delete, func, select, tuple_, update
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+
+from ..schema import procedure_runs as runs
+from ..schema import procedure_scenarios as scen
+from ..schema import procedure_stats as stats
+
+__all__ = [
+    "COUNTS",
+    "add_stats",
+    "delete_empty_stats",
+    "failure_reasons",
+    "lock_run",
+    "lock_scenario",
+    "recent_outcomes",
+    "scenarios_of",
+    "stats_of",
+    "success_iterations",
+    "subtract_stats",
+    "touch_run",
+    "update_run",
+    "user_runs",
+]
+
+COUNTS = ("successes", "failures", "unknowns", "iterations_sum", "tool_calls_sum")
+"""The additive columns of ``procedure_stats``."""
+
+_KEY = ("app_name", "user_id", "session_id", "invocation_id")
+
+
+def touch_run(key: dict[str, str], extractor: str, scope_user: str, created_at: datetime) -> Insert:
+    """Creates the run's row if missing, changing nothing when it exists: the row the caller then locks."""
+    stmt = mysql_insert(runs).values(**key, extractor=extractor, scope_user=scope_user, created_at=created_at)
+    return stmt.on_duplicate_key_update(app_name=runs.c.app_name)
+
+
+def _run_where(key: dict[str, str]) -> Any:
+    return and_(*(runs.c[k] == key[k] for k in _KEY))
+
+
+def lock_run(key: dict[str, str]) -> Select:
+    return select(runs).where(_run_where(key)).with_for_update()
+
+
+def update_run(key: dict[str, str], values: dict[str, Any]) -> Update:
+    return update(runs).where(_run_where(key)).values(**values)
+
+
+def add_stats(
+    app: str, user: str, scenario: str, path: str, tool_path: str, deltas: dict[str, int], seen: datetime, now: datetime
+) -> Insert:
+    """Adds ``deltas`` to the path's counts, creating its row; the newest run's shapes and time win."""
+    stmt = mysql_insert(stats).values(
+        app_name=app, user_id=user, scenario_id=scenario, path_hash=path, tool_path=tool_path,
+        last_seen=seen, updated_at=now, **{c: deltas.get(c, 0) for c in COUNTS},
+    )
+    return stmt.on_duplicate_key_update(
+        tool_path=stmt.inserted.tool_path,
+        last_seen=func.greatest(stats.c.last_seen, stmt.inserted.last_seen),
+        updated_at=stmt.inserted.updated_at,
+        **{c: stats.c[c] + stmt.inserted[c] for c in COUNTS},
+    )
+
+
+def _stats_where(app: str, user: str, scenario: str, path: str) -> Any:
+    return and_(stats.c.app_name == app, stats.c.user_id == user, stats.c.scenario_id == scenario, stats.c.path_hash == path)
+
+
+def subtract_stats(app: str, user: str, scenario: str, path: str, deltas: dict[str, int], now: datetime) -> Update:
+    """Takes a run's (or a user's) numbers back out of a path's counts."""
+    values = {c: stats.c[c] - deltas.get(c, 0) for c in COUNTS if deltas.get(c)}
+    return update(stats).where(_stats_where(app, user, scenario, path)).values(**values, updated_at=now)
+
+
+def delete_empty_stats(app: str, user: str, keys: Sequence[tuple[str, str]]) -> Delete:
+    """Paths no run counts in any more (their last contributor was erased or expired)."""
+    return delete(stats).where(
+        stats.c.app_name == app, stats.c.user_id == user,
+        tuple_(stats.c.scenario_id, stats.c.path_hash).in_(list(keys)),
+        stats.c.successes + stats.c.failures + stats.c.unknowns <= 0,
+    )
+
+
+def scenarios_of(app: str, user: str) -> Select:
+    return select(scen.c.scenario_id, scen.c.label, scen.c.vector_sum, scen.c.members, scen.c.embedding_model).where(
+        scen.c.app_name == app, scen.c.user_id == user
+    )
+
+
+def lock_scenario(app: str, user: str, scenario: str) -> Select:
+    return select(scen).where(scen.c.app_name == app, scen.c.user_id == user, scen.c.scenario_id == scenario).with_for_update()
+
+
+def stats_of(app: str, user: str, scenarios: Sequence[str]) -> Select:
+    return select(stats).where(
+        stats.c.app_name == app, stats.c.user_id == user, stats.c.scenario_id.in_(list(scenarios))
+    )
+
+
+def _scenario_runs(app: str, user: str, scenarios: Sequence[str]) -> Any:
+    return and_(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id.in_(list(scenarios)),
+                runs.c.counted == 1)
+
+
+def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -> Select:
+    """The scenarios' newest known outcomes (the recency window of each path is taken from them)."""
+    return (
+        select(runs.c.path_hash, runs.c.outcome)
+        .where(_scenario_runs(app, user, scenarios), runs.c.outcome.in_(("success", "failure")))
+        .order_by(runs.c.created_at.desc())
+        .limit(limit)
+    )
+
+
+def success_iterations(app: str, user: str, scenarios: Sequence[str]) -> Select:
+    """How many successful runs of each path took how many iterations (the median's input)."""
+    return (
+        select(runs.c.path_hash, runs.c.iterations, func.count())
+        .where(_scenario_runs(app, user, scenarios), runs.c.outcome == "success")
+        .group_by(runs.c.path_hash, runs.c.iterations)
+    )
+
+
+def failure_reasons(app: str, user: str, scenarios: Sequence[str]) -> Select:
+    return (
+        select(runs.c.path_hash, runs.c.failed_tool, runs.c.reason, func.count().label("n"))
+        .where(_scenario_runs(app, user, scenarios), runs.c.outcome == "failure")
+        .group_by(runs.c.path_hash, runs.c.failed_tool, runs.c.reason)
+        .order_by(func.count().desc())
+        .limit(50)
+    )
+
+
+def user_runs(app: str, user: str, *, stored_before: datetime | None = None, limit: int | None = None) -> Select:
+    """A user's counted runs (erasure), or an app's runs stored before a cutoff (retention), locked."""
+    stmt = select(runs).where(runs.c.app_name == app)
+    if user:
+        stmt = stmt.where(runs.c.user_id == user)
+    if stored_before is not None:
+        stmt = stmt.where(runs.c.stored_at < stored_before).order_by(runs.c.stored_at)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return stmt.with_for_update()

@@ -1,0 +1,66 @@
+"""The one frozen settings object of procedural memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import ConfigurationError
+from .extraction import OUTCOME_KEY, Judge
+
+__all__ = ["ProceduralSettings"]
+
+
+@dataclass(frozen=True)
+class ProceduralSettings:
+    """How runs are grouped, counted and served.
+
+    Example:
+        >>> ProceduralSettings(scope="user", min_samples=5).scope
+        'user'
+    """
+
+    scope: str = "app"
+    """``"app"``: paths are learned across the app's users (the default); ``"user"``: per user."""
+
+    outcome_key: str = OUTCOME_KEY
+    """The ``state_delta`` / ``custom_metadata`` key an agent sets with the invocation's outcome."""
+
+    judge: Judge | None = None
+    """Decides the outcome of an invocation no event reported on; ``None``: such runs stay unknown (never promoted)."""
+
+    similarity: float = 0.6
+    """Cosine a request needs to join a scenario.  MiniLM puts paraphrases of one task at 0.6-0.9 and
+    different tasks of one domain at 0.2-0.5 (benchmarks/procedural.py's 22 scenarios)."""
+
+    pool_similarity: float | None = None
+    """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
+    pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
+
+    recent_window: int = 20
+    """Known outcomes per path that the confidence is computed over: the newest ones, so a path that
+    stopped working loses its rank within this many sessions (issue 27's drift goal)."""
+
+    min_samples: int = 3
+    """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
+
+    min_confidence: float = 0.3
+    """Wilson lower bound a path needs to be served as one that worked."""
+
+    z: float = 1.96
+    """The Wilson interval's z (1.96: ~95 %)."""
+
+    def __post_init__(self) -> None:
+        if self.scope not in ("app", "user"):
+            raise ConfigurationError(f"ProceduralSettings.scope is 'app' or 'user', not {self.scope!r}")
+        if not isinstance(self.outcome_key, str) or not self.outcome_key:
+            raise ConfigurationError("ProceduralSettings.outcome_key must be a non-empty string")
+        if not 0.0 < self.similarity <= 1.0:
+            raise ConfigurationError("ProceduralSettings.similarity must be in (0, 1]")
+        if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:
+            raise ConfigurationError("ProceduralSettings.pool_similarity must be in (0, 1] or None")
+        for name in ("recent_window", "min_samples"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")
+        if not 0.0 <= self.min_confidence <= 1.0 or not self.z > 0:
+            raise ConfigurationError("ProceduralSettings.min_confidence must be in [0, 1] and z positive")

@@ -1,0 +1,330 @@
+"""``ProcedureStore``: learns which tool paths work from ADK sessions, and recalls them.
+
+Seed 000 sections 8.2 and A.1, "Procedural-first": only structured, provable
+conclusions are stored (tool names, argument shapes, counts, redacted
+failure reasons, provenance event ids), each run once per (session,
+invocation, extractor version); confidence comes from the sample size
+(a Wilson lower bound) and tainted paths are never served.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from datetime import datetime, timezone
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+from .. import gateway
+from .._lifecycle import DatabaseService, adk_uri
+from ..audit import AuditSettings, Auditor, audited, by_ids, by_session, current_entry
+from ..config import Config
+from ..engine import Database
+from ..errors import DuplicateKeyError, MemoryWriteRaceError, ValidationError, is_rerunnable
+from ..governance import guard
+from ..memory.embedding import Embedder, default_embedder, normalize_rows
+from ..redaction import Redactor, RuleRedactor
+from ..schema import procedure_stats
+from ..validation import check_id
+from . import ledger
+from . import queries as q
+from . import scenarios as sc
+from .extraction import EXTRACTOR, Invocation, extract_invocations, path_hash
+from .recall import Recall, build_recall
+from .settings import ProceduralSettings
+from .stats import decode_vector, encode_vector
+
+__all__ = ["ExtractReport", "ProcedureStore"]
+
+logger = logging.getLogger(__name__)
+
+_EXTRACT, _OUTCOME, _RECALL, _TAINT = "procedure_extract", "procedure_outcome", "procedure_recall", "procedure_taint"
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc).replace(tzinfo=None)
+
+
+def _utc(epoch: float | None) -> datetime:
+    return datetime.fromtimestamp(epoch, tz=timezone.utc).replace(tzinfo=None) if epoch else _now()
+
+
+class ExtractReport(dict):
+    """``{"invocations": n, "changed": n, "skipped": n}`` of one :meth:`ProcedureStore.extract_session`."""
+
+
+def _retry_when(exc: BaseException) -> bool:
+    # a deadlock victim was rolled back; a duplicate key is two first writes racing for a new user's guard row.
+    # Re-running is harmless: applying the same run twice changes nothing the second time.
+    return is_rerunnable(exc) or isinstance(exc, DuplicateKeyError)
+
+
+class ProcedureStore(DatabaseService):
+    """Procedural memory of an app: extraction, outcomes, statistics and recall.
+
+    Example:
+        >>> async def learn(session_service, procedures, session):
+        ...     await procedures.extract_session(session)  # after the invocation ended
+        ...     hits = await procedures.recall_procedures("shop", "refund order 123")
+        ...     return hits.procedures[0].tools if hits.procedures else None
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        config: Config | None = None,
+        database: Database | None = None,
+        engine: AsyncEngine | None = None,
+        embedder: Embedder | None = None,
+        settings: ProceduralSettings | None = None,
+        redactor: Redactor | None = None,
+        audit: AuditSettings | None = None,
+        auto_setup: bool = True,
+        uri: str | None = None,
+    ):
+        self._bind_database(adk_uri(url, uri), config, database, engine, auto_setup)
+        self._auditor = Auditor(audit)
+        self._embedder = embedder or default_embedder()
+        self.settings = settings or ProceduralSettings()
+        # failure reasons and labels are free text from tools and agents: redacted before they are stored
+        self._redactor = redactor or RuleRedactor()
+
+    async def close(self) -> None:
+        await self._release()
+
+    async def __aenter__(self) -> "ProcedureStore":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def _scope(self, user_id: str) -> str:
+        return user_id if self.settings.scope == "user" else ""
+
+    async def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        # the model is blocking and CPU-bound: never on the event loop
+        return normalize_rows(await asyncio.to_thread(self._embedder.embed, list(texts)))
+
+    # ---------------------------------------------------------------- extraction
+    @audited(by_session(_EXTRACT))
+    async def extract_session(self, session: Any) -> ExtractReport:
+        """Turns each finished invocation of ``session`` (an ADK ``Session``) into one run and counts it.
+
+        Idempotent: extracting a session again changes only what changed
+        (an outcome that arrived since, more tool calls of an invocation that
+        was still running).  Invocations that called no tool are skipped.
+        A user who opted out of memory (``set_memory_opt_out``) contributes
+        nothing; a user erased while this ran raises
+        :class:`~adk_oceanbase.errors.MemoryWriteRaceError` and stores nothing.
+        """
+        app, user, sid = (check_id(k, getattr(session, a, None)) for k, a in
+                          (("app_name", "app_name"), ("user_id", "user_id"), ("session_id", "id")))
+        invs = extract_invocations(session.events or [], outcome_key=self.settings.outcome_key, judge=self.settings.judge)
+        report = ExtractReport(invocations=len(invs), changed=0, skipped=0)
+        if not invs:
+            return report
+        reasons = await self._redactor.redact_many([i.failure_reason() or "" for i in invs])
+        labels = await self._redactor.redact_many([i.scenario_label or "" for i in invs])
+        asked = [i for i in invs if i.request]
+        vectors = dict(zip((i.invocation_id for i in asked), await self._embed([i.request for i in asked]))) if asked else {}
+        scope = self._scope(user)
+        start = await self._read(lambda conn: guard.started(conn, app, user))
+        known = await self._read(lambda conn: self._centroids(conn, app, scope))
+        rows = []
+        for inv, reason, label in zip(invs, reasons, labels):
+            vec = vectors.get(inv.invocation_id)
+            rows.append(self._run_values(app, scope, inv, reason or None, label or None, vec, known))
+
+        async def once() -> int:
+            async with self._tx() as conn:
+                now = _now()
+                gen = await guard.lock(conn, app, user, now)
+                if gen.generation != start.generation:
+                    raise MemoryWriteRaceError(f"the data of user {user!r} was erased while this extraction ran")
+                if gen.opted_out:
+                    return -1
+                changed = 0
+                for inv, values in sorted(zip(invs, rows), key=lambda p: p[0].invocation_id):  # one lock order
+                    key = {"app_name": app, "user_id": user, "session_id": sid, "invocation_id": inv.invocation_id}
+                    changed += await self._apply(conn, key, dict(values), now, from_events=True)  # a copy: a re-run starts clean
+                if (entry := current_entry()) is not None:
+                    entry.row_count = changed
+                    await conn.execute(entry.insert())
+                return changed
+
+        changed = await gateway.retrying(once, when=_retry_when, attempts=3, what="procedure extraction")
+        report["changed"], report["skipped"] = max(changed, 0), len(invs) if changed < 0 else 0
+        return report
+
+    async def _centroids(self, conn: AsyncConnection, app: str, scope: str) -> list[sc.Centroid]:
+        return sc.centroids((await conn.execute(q.scenarios_of(app, scope))).all(), self._embedder.model_name)
+
+    def _run_values(
+        self, app: str, scope: str, inv: Invocation, reason: str | None, label: str | None,
+        vec: np.ndarray | None, known: list[sc.Centroid],
+    ) -> dict[str, Any]:
+        req_hash = sc.request_hash(inv.request) if inv.request else None
+        if label:
+            scenario = sc.label_id(label)
+        elif vec is not None:
+            scenario, _score = sc.nearest(vec, known, self.settings.similarity)
+            if scenario is None:
+                scenario = sc.new_id(app, scope, req_hash or "")
+                known.append(sc.Centroid(scenario, None, vec, 1))  # later invocations of this batch meet it
+        else:
+            scenario = sc.new_id(app, scope, "")  # no request text: one "unspecified" scenario per scope
+        tools = inv.tools
+        values: dict[str, Any] = {
+            "extractor": EXTRACTOR, "scope_user": scope, "scenario_id": scenario, "path_hash": path_hash(tools),
+            "tool_path": json.dumps(inv.shapes(), ensure_ascii=False, sort_keys=True),
+            "failed_tool": inv.failed_tool, "iterations": inv.iterations, "tool_calls": len(inv.steps),
+            "tool_errors": inv.tool_errors, "retries": inv.retries, "request_hash": req_hash,
+            "request_vector": encode_vector(vec) if vec is not None else None,
+            "event_ids": json.dumps(inv.event_ids), "created_at": _utc(inv.started), "counted": 1,
+            "_label": label,
+        }
+        if inv.outcome is not None:
+            values.update(outcome="success" if inv.outcome else "failure", outcome_source=inv.outcome_source,
+                          reason=None if inv.outcome else reason)
+        else:
+            values.update(outcome="unknown", outcome_source="none", reason=reason)
+        return values
+
+    async def _apply(
+        self, conn: AsyncConnection, key: dict[str, str], values: dict[str, Any], now: datetime, *, from_events: bool
+    ) -> int:
+        """Writes one run under its row lock and moves the aggregates by the difference; 1 if anything changed."""
+        app = key["app_name"]
+        await conn.execute(q.touch_run(key, values.get("extractor", EXTRACTOR), values.get("scope_user", ""),
+                                       values.get("created_at") or now))
+        old = dict((await conn.execute(q.lock_run(key))).mappings().one())
+        label = values.pop("_label", None)
+        if from_events:
+            if old["counted"] and old["extractor"] > values["extractor"]:
+                return 0  # written by a newer extractor: an older one must not undo it
+            if old["outcome_source"] == "api":  # record_outcome wins over what the events say
+                values.update(outcome=old["outcome"], outcome_source="api", reason=old["reason"])
+        new = {**old, **values}
+        if all(old.get(k) == new.get(k) for k in values):
+            return 0
+        before, after = ledger.contribution(old), ledger.contribution(new)
+        if before is not None:
+            await ledger.subtract(conn, app, before, now)
+        if after is not None:
+            await ledger.add(conn, app, after, new["created_at"], now)
+        if old.get("request_vector") != new.get("request_vector") or old.get("scenario_id") != new.get("scenario_id"):
+            if before is not None and old.get("request_vector"):
+                await ledger.move_scenario(conn, app, old["scope_user"], old["scenario_id"],
+                                           decode_vector(old["request_vector"]), -1, now)
+            if after is not None:
+                await ledger.move_scenario(conn, app, new["scope_user"], new["scenario_id"],
+                                           decode_vector(new["request_vector"]), 1, now, label=label,
+                                           model=self._embedder.model_name)
+        if before is not None and after is not None and before[:3] != after[:3]:
+            await conn.execute(q.delete_empty_stats(app, before[0], [(before[1], before[2])]))
+        await conn.execute(q.update_run(key, values))
+        return 1
+
+    @audited(by_session(_OUTCOME))
+    async def record_outcome(
+        self, session: Any, invocation_id: str, success: bool, *, reason: str | None = None, scenario: str | None = None
+    ) -> None:
+        """Says how an invocation ended: the strongest outcome signal, overriding what its events said.
+
+        May come before or after :meth:`extract_session`: a run not extracted
+        yet keeps the outcome and is counted when its path is extracted.
+        Calling it again with another outcome moves the counts.
+        """
+        if not isinstance(success, bool):
+            raise ValidationError(f"success must be True or False, not {success!r}")
+        app, user, sid = check_id("app_name", session.app_name), check_id("user_id", session.user_id), check_id("session_id", session.id)
+        inv = check_id("invocation_id", invocation_id, max_len=256)
+        red_reason, red_label = await self._redactor.redact_many([(reason or "")[:200], (scenario or "")[:256]])
+        start = await self._read(lambda conn: guard.started(conn, app, user))
+
+        async def once() -> None:
+            async with self._tx() as conn:
+                now = _now()
+                gen = await guard.lock(conn, app, user, now)
+                if gen.generation != start.generation:
+                    raise MemoryWriteRaceError(f"the data of user {user!r} was erased while this outcome was recorded")
+                if gen.opted_out:
+                    return
+                key = {"app_name": app, "user_id": user, "session_id": sid, "invocation_id": inv}
+                values: dict[str, Any] = {
+                    "scope_user": self._scope(user), "outcome": "success" if success else "failure",
+                    "outcome_source": "api", "reason": None if success else (red_reason or None),
+                }
+                if red_label:
+                    values["scenario_id"], values["_label"] = sc.label_id(red_label), red_label
+                n = await self._apply(conn, key, values, now, from_events=False)
+                if (entry := current_entry()) is not None:
+                    entry.invocation_id, entry.row_count = inv, n
+                    await conn.execute(entry.insert())
+
+        await gateway.retrying(once, when=_retry_when, attempts=3, what="record_outcome")
+
+    # ---------------------------------------------------------------- serving
+    @audited(by_ids(_RECALL), read=True, count=lambda r: len(r.procedures))
+    async def recall_procedures(
+        self, app_name: str, query: str | None = None, *, scenario: str | None = None,
+        user_id: str | None = None, top_k: int = 3,
+    ) -> Recall:
+        """The paths that worked best for the scenario ``query`` (or the label ``scenario``) belongs to.
+
+        Returns a :class:`~.recall.Recall`: promoted paths by confidence (the
+        Wilson lower bound of their newest ``recent_window`` known outcomes),
+        each with its success rate, sample size, median iterations and
+        failure reasons, and the paths to avoid.  ``user_id`` is needed when
+        the settings' scope is ``"user"``.  Tainted paths and paths with
+        fewer than ``min_samples`` known outcomes are never promoted.
+        """
+        app = check_id("app_name", app_name)
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 50:
+            raise ValidationError(f"top_k must be an integer from 1 to 50, not {top_k!r}")
+        if self.settings.scope == "user" and user_id is None:
+            raise ValidationError("recall_procedures needs user_id when ProceduralSettings.scope is 'user'")
+        scope = self._scope(check_id("user_id", user_id)) if user_id is not None else ""
+        if scenario:
+            targets = [(sc.label_id(scenario), 1.0)]
+        elif query and query.strip():
+            vec = (await self._embed([query]))[0]
+            known = await self._read(lambda conn: self._centroids(conn, app, scope))
+            pool = self.settings.pool_similarity
+            targets = sc.near(vec, known, self.settings.similarity if pool is None else pool)
+        else:
+            raise ValidationError("recall_procedures needs a query or a scenario")
+        if not targets:
+            return Recall(scenario_id=None, similarity=0.0, procedures=[], avoid=[])
+        ids = [t[0] for t in targets]
+        window = self.settings.recent_window
+
+        async def read(conn: AsyncConnection) -> Recall:
+            stats = (await conn.execute(q.stats_of(app, scope, ids))).mappings().all()
+            recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window * max(len(stats), 1) * 4))).all()
+            iters = (await conn.execute(q.success_iterations(app, scope, ids))).all()
+            fails = (await conn.execute(q.failure_reasons(app, scope, ids))).all()
+            return build_recall(ids[0], targets[0][1], stats, recent, iters, fails, self.settings, top_k)
+
+        return await self._read(read)
+
+    @audited(by_ids(_TAINT))
+    async def taint(self, app_name: str, scenario_id: str, path_hash: str, *, tainted: bool = True, user_id: str | None = None) -> int:
+        """Marks a path (poisoned, or wrong advice) so it is never served; ``tainted=False`` lifts it.  Returns rows changed."""
+        app = check_id("app_name", app_name)
+        scope = self._scope(check_id("user_id", user_id)) if user_id is not None else ""
+        t = procedure_stats
+        stmt = t.update().where(
+            t.c.app_name == app, t.c.user_id == scope, t.c.scenario_id == check_id("scenario_id", scenario_id),
+            t.c.path_hash == check_id("path_hash", path_hash),
+        ).values(tainted=int(bool(tainted)), updated_at=_now())
+        async with self._tx() as conn:
+            n = int((await conn.execute(stmt)).rowcount or 0)
+            if (entry := current_entry()) is not None:
+                entry.row_count = n
+                await conn.execute(entry.insert())
+        return n
