@@ -2,7 +2,9 @@
 
 from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
 from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
+from .pipeline import ExtractionPipeline, PipelineSettings
 from .search_sql import SearchFilters
+from .shared import SharedKnowledge, SharedMemory, scope_user_id
 from .poisoning import InstructionDetector, PatternDetector
 from .scoring import Signals
 from .service import MemoryHit, OceanBaseMemoryService
@@ -10,6 +12,7 @@ from .settings import MemorySettings, ScoreWeights
 
 __all__ = [
     "Embedder",
+    "ExtractionPipeline",
     "ExtractedFact",
     "GeminiEmbedder",
     "HashEmbedder",
@@ -19,11 +22,15 @@ __all__ = [
     "MemorySettings",
     "OceanBaseMemoryService",
     "PatternDetector",
+    "PipelineSettings",
     "ScoreWeights",
     "SearchFilters",
     "SentenceTransformerEmbedder",
+    "SharedKnowledge",
+    "SharedMemory",
     "Signals",
     "default_embedder",
     "embedding_text",
     "is_trivial",
+    "scope_user_id",
 ]

@@ -144,6 +144,8 @@ class MemoryDraft:
     """How sure the source is that the memory is true, 0..1 (a turn is a record of what was said: 1)."""
     tainted: bool = False
     """Stored tainted (never returned by search): the ingest guard flagged it (``memory.poisoning``)."""
+    condensation: tuple[int, float, bool] | None = None
+    """``(original_length, compression_ratio, condensed)`` when the pipeline made it (``memory.filtering``)."""
 
 
 def turn_drafts(

@@ -56,7 +56,9 @@ from .embedding import Embedder, default_embedder
 from .lexical import stem_text
 from .poisoning import check_author, guard_drafts
 from .queries import ROW_COLUMNS
-from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, memory_id_for, turn_drafts
+from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, is_trivial, memory_id_for, turn_drafts
+from .pipeline import ExtractionPipeline, PipelineSettings
+from .shared import SharedKnowledge, check_scope_write, with_shared
 from .search_sql import SearchFilters
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts, to_hit as _hit
 from .scoring import Signals, rank_rows
@@ -105,6 +107,14 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             ``memory_terms`` and its embedding all derive from the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
+        pipeline: :class:`~adk_oceanbase.memory.pipeline.PipelineSettings` to take
+            extraction off the request path: ``add_session_to_memory`` and
+            ``add_events_to_memory`` queue the session's exchanges durably in the
+            database and return; workers (in this process or others) extract.
+            Unset: extraction runs inside the call, as before.
+        shared: :class:`~adk_oceanbase.memory.shared.SharedKnowledge`: app- or
+            agent-scoped memories ``search_memory`` adds to every user's hits,
+            and who may write them.  Unset: none.
         uri: ``url`` by the name ADK's ``services.yaml`` route passes it; give one of the two.
         agents_dir: passed by ADK's ``services.yaml`` route; not used.
 
@@ -132,6 +142,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         auto_setup: bool = True,
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
+        pipeline: PipelineSettings | None = None,
+        shared: SharedKnowledge | None = None,
         uri: str | None = None,
         agents_dir: str | None = None,
     ):
@@ -143,6 +155,10 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
         self._profiles: dict[tuple[str, str], _UserProfile] = {}
+        # issue #31: the durable extraction queue, and knowledge shared beyond one user
+        self._pipeline = None if pipeline is None else ExtractionPipeline(
+            self._db, extractor, pipeline, self.settings, related=self._related, write=self._write_extracted)
+        self.shared = shared
 
     # ------------------------------------------------------------ lifecycle
     @property
@@ -153,8 +169,24 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     def vectorizer(self) -> Vectorizer:
         return self._vectorizer
 
+    @property
+    def auditor(self) -> Auditor:
+        """The audit writer (shared with :class:`~adk_oceanbase.memory.shared.SharedMemory`)."""
+        return self._auditor
+
+    def transaction(self) -> Any:
+        """One transaction on this service's database (``async with``), errors typed."""
+        return self._tx()
+
+    @property
+    def pipeline(self) -> ExtractionPipeline | None:
+        """The extraction queue and this process's workers (``pipeline=`` given), else ``None``."""
+        return self._pipeline
+
     async def _on_ready(self) -> None:
         await self._check_embedding_model()
+        if self._pipeline is not None:
+            self._pipeline.start()  # its first round finds jobs a dead process left
         if not self.settings.background_start:
             return
         start_loading = getattr(self._embedder, "start_loading", None)
@@ -248,13 +280,17 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         return await self._vectorizer.retry_failed()
 
     async def flush(self) -> None:
-        """Waits until every memory written so far has its embedding (or was marked failed)."""
+        """Waits until every queued extraction ran (or waits out a retry backoff) and every memory written has its embedding (or was marked failed)."""
         await self._engine()
+        if self._pipeline is not None:
+            await self._pipeline.flush()
         await self._vectorizer.flush()
 
     async def close(self) -> None:
         """Drains the embedding queue (at most ``close_timeout_s``), then releases the database if this service created it."""
         try:
+            if self._pipeline is not None:
+                await self._pipeline.close()
             await self._vectorizer.close()
         finally:
             await self._release()
@@ -319,6 +355,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     async def _started(self, app: str, user: str) -> guard.Generation:
         """The user's write-guard generation and opt-out as a memory write starts (see :mod:`..governance.guard`)."""
         await self._engine()
+        check_scope_write(user)  # a shared scope's memories are written through memory.shared only
         return await self._read(lambda conn: guard.started(conn, app, user))
 
     async def _add_events(
@@ -343,6 +380,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if start.opted_out:
             logger.debug("memory opt-out: %d event(s) not remembered", len(events))
             return
+        if self._pipeline is not None:  # issue #31: queue the exchanges durably; workers extract
+            await self._enqueue(app, user, sid, events, meta, start, whole_session)
+            return
         if self._extractor is None:
             positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
@@ -356,6 +396,38 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
             session_time = max(e.timestamp for e in events)  # what a batch of turns knew of its session
         session = (sid, session_time) if sid and session_time is not None else None
         await self._write(app, user, await self._redacted_drafts(app, drafts), start, session)
+
+    async def _enqueue(
+        self, app: str, user: str, sid: str | None, events: Sequence["Event"], meta: dict[str, Any],
+        start: guard.Generation, whole_session: bool,
+    ) -> None:
+        """Filters, redacts and queues the exchanges of ``events`` (:mod:`.pipeline`); drains them in ``sync`` mode."""
+        pipe = self._pipeline
+        assert pipe is not None
+        positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
+        exchanges = pipe.plan(events, positions)
+        if exchanges and self._redacts(app):  # the queue holds conversation text: redacted before it is stored
+            clean = await self._redact(app, [[t.text for t in turns] for turns in exchanges])
+            exchanges = [[dataclasses.replace(t, text=x) for t, x in zip(turns, texts)]
+                         for turns, texts in zip(exchanges, clean)]
+        await pipe.enqueue(app, user, sid, exchanges, meta, start, audit=current_entry())
+        if pipe.settings.mode == "sync":
+            await pipe.drain()
+
+    async def _related(self, app: str, user: str, probe: str) -> list[tuple[str, str]]:
+        """The user's memories an extracted fact may supersede (an uncounted search)."""
+        hits = await self.search(app, user, probe, top_k=5, bump_access=False)
+        return [(h.memory_id, _text(h.entry)) for h in hits]
+
+    @audited(by_ids("memory_extract"))
+    async def _write_extracted(
+        self, app_name: str, user_id: str, session_id: str | None, drafts: list[MemoryDraft], generation: int
+    ) -> None:
+        """A pipeline worker's write: checked, redacted and guarded like an inline one; audited as ``memory_extract``."""
+        for d in drafts:
+            d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
+        drafts = await self._redacted_drafts(app_name, drafts)
+        await self._write(app_name, user_id, drafts, guard.Generation(generation, False))
 
     async def _turn_positions(
         self, app: str, user: str, sid: str, events: Sequence["Event"], whole_session: bool
@@ -388,7 +460,8 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
     ) -> list[MemoryDraft]:
         ex = self._extractor
         assert ex is not None
-        exchanges = group_exchanges(events)
+        min_chars = self.settings.min_turn_chars  # issue #31: a "thanks" exchange never reaches the model
+        exchanges = [g for g in group_exchanges(events) if any(not is_trivial(event_text(e), min_chars) for e in g)]
         if not exchanges:
             return []
         keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]
@@ -561,6 +634,7 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         if not memory_id:
             return False
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        check_scope_write(user)
         memory_id = check_id("memory_id", memory_id, max_len=64)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
 
@@ -683,6 +757,9 @@ class OceanBaseMemoryService(DatabaseService, BaseMemoryService):
         s = self.settings
         counts = s.bump_access if s.search_memory_counts_access is None else s.search_memory_counts_access
         hits = await self.search(app_name, user_id, query, top_k=s.search_memory_top_k, bump_access=counts)
+        if self.shared is not None and self.shared.include:  # issue #31: app/agent knowledge beside the user's
+            hits = await with_shared(self, self.shared, app_name, query, hits, top_k=s.search_memory_top_k,
+                                     bump_access=counts)
         if hits and not counts:
             stmt, params = q.mark_served(check_id("app_name", app_name), check_id("user_id", user_id),
                                          [h.memory_id for h in hits])
