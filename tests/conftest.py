@@ -34,7 +34,7 @@ from adk_oceanbase import upgrade
 
 OUR_TABLES = (
     "session_events", "session_state", "agent_sessions", "agent_memories", "memory_terms", "memory_opt_out", "debug_archive",
-    "audit_log", "memory_user_gen",
+    "audit_log", "memory_user_gen", "memory_extraction_jobs",
 )
 
 

@@ -260,24 +260,26 @@ class ExtractionPipeline:
         if not keys:
             return 0
         claim = uuid.uuid4().hex
-        self._claims.add(claim)
-        try:
-            by_user: dict[tuple[str, str], list[str]] = defaultdict(list)
-            for app, user, job in keys:
-                by_user[(app, user)].append(job)
-            async with gateway.transaction(self._db) as conn:
-                for (app, user), ids in by_user.items():
-                    await conn.execute(*pq.claim_jobs(app, user, ids, claim, now, stale))
-            async with gateway.connection(self._db) as conn:
-                rows = (await conn.execute(*pq.claimed_jobs(claim))).all()
+        self._claims.add(claim)  # until the round settles: close() gives back what a cancelled round held
+        by_user: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for app, user, job in keys:
+            by_user[(app, user)].append(job)
+        async with gateway.transaction(self._db) as conn:
+            for (app, user), ids in by_user.items():
+                await conn.execute(*pq.claim_jobs(app, user, ids, claim, now, stale))
+        rows: list[Any] = []
+        async with gateway.connection(self._db) as conn:
+            for (app, user), ids in by_user.items():
+                rows += (await conn.execute(*pq.claimed_jobs(app, user, ids, claim))).all()
 
-            async def one(row: Any) -> None:
-                async with slots:
-                    await self._settle(row, claim)
+        async def one(row: Any) -> None:
+            async with slots:
+                await self._settle(row, claim)
 
-            await asyncio.gather(*(one(r) for r in rows))
-        finally:
-            self._claims.discard(claim)
+        for outcome in await asyncio.gather(*(one(r) for r in rows), return_exceptions=True):
+            if isinstance(outcome, Exception):  # its job's update failed: the lease hands it to a worker again
+                logger.warning("extraction job left claimed (%s)", type(outcome).__name__)
+        self._claims.discard(claim)
         return max(len(rows), 1)  # 0 claimed: another worker won them; look again
 
     async def _settle(self, row: Any, claim: str) -> None:

@@ -66,13 +66,13 @@ def claim_jobs(
                   "ids": list(job_ids)}
 
 
-def claimed_jobs(claim: str) -> tuple[TextClause, dict[str, Any]]:
-    """The jobs ``claim`` holds, with what processing them needs."""
+def claimed_jobs(app_name: str, user_id: str, job_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
+    """The jobs among ``job_ids`` (one user's) that ``claim`` holds, with what processing them needs."""
     stmt = text(
         f"SELECT app_name, user_id, job_id, session_id, payload, generation, attempts FROM {J} "
-        "WHERE claim = :claim AND status = 'running'"
-    )
-    return stmt, {"claim": claim}
+        "WHERE app_name = :app AND user_id = :user AND job_id IN :ids AND claim = :claim AND status = 'running'"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(job_ids), "claim": claim}
 
 
 def complete_job(app_name: str, user_id: str, job_id: str, claim: str) -> tuple[TextClause, dict[str, Any]]:
