@@ -30,6 +30,7 @@ import asyncio
 import json
 import logging
 import random
+import sys
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -55,6 +56,10 @@ Related = Callable[[str, str, str], Awaitable[list[tuple[str, str]]]]
 """``(app, user, probe) -> [(memory_id, text)]``: memories an extractor may say a new fact supersedes."""
 Write = Callable[[str, str, "str | None", list[MemoryDraft], int], Awaitable[None]]
 """``(app, user, session_id, drafts, generation)``: the service's write path, guard checked against ``generation``."""
+
+
+class _Busy(Exception):
+    """Jobs are still held by a live worker (``flush`` looks again)."""
 
 
 def _now() -> datetime:
@@ -126,6 +131,7 @@ class ExtractionPipeline:
         self._task: asyncio.Task[None] | None = None
         self._closing = False
         self._claims: set[str] = set()
+        self._active = 0  # jobs this process is settling: flush waits for them even if erasure deleted their rows
         self.stats: dict[str, int] = defaultdict(int)
         """Counters: ``enqueued``, ``condensed`` / ``raw`` (jobs done each way), ``extractor_calls``,
         ``failed_attempts``, ``failed_jobs`` (out of attempts), ``dropped`` (user erased or opted out)."""
@@ -273,8 +279,12 @@ class ExtractionPipeline:
                 rows += (await conn.execute(*pq.claimed_jobs(app, user, ids, claim))).all()
 
         async def one(row: Any) -> None:
-            async with slots:
-                await self._settle(row, claim)
+            self._active += 1
+            try:
+                async with slots:
+                    await self._settle(row, claim)
+            finally:
+                self._active -= 1
 
         for outcome in await asyncio.gather(*(one(r) for r in rows), return_exceptions=True):
             if isinstance(outcome, Exception):  # its job's update failed: the lease hands it to a worker again
@@ -350,15 +360,19 @@ class ExtractionPipeline:
 
         Jobs waiting out a retry backoff do not hold it up; nor do ``failed`` ones.
         """
-        while True:
+        async def settled() -> None:
             await self.drain()
             stale = _now() - timedelta(seconds=self.settings.claim_lease_s)
             async with gateway.connection(self._db) as conn:
                 running = int((await conn.execute(*pq.running_elsewhere("", stale))).scalar() or 0)
                 due = (await conn.execute(*pq.due_jobs(_now(), stale, 1))).first()
-            if not running and due is None:
-                return
-            await asyncio.sleep(0.05)  # another worker is extracting: poll until it settles
+            if running or due is not None or self._active:
+                raise _Busy()
+
+        # Another worker (another process, or this one's background round) holds jobs: look again
+        # until they settle; a dead one's claims fall due after the lease and drain() takes them.
+        await gateway.retrying(settled, when=lambda exc: isinstance(exc, _Busy), attempts=sys.maxsize,
+                               pause_s=lambda n: min(0.02 * n, 1.0), what="waiting for extraction workers")
 
     async def counts(self, app: str | None = None) -> dict[str, dict[str, int]]:
         """Jobs per app and status: ``pending``, ``running``, ``done``, ``failed``."""
