@@ -186,8 +186,6 @@ class ExtractionPipeline:
                 if new:
                     stmt, params = pq.existing_jobs(app, user, new)
                     seen = {r[0] for r in (await conn.execute(stmt, params)).all()}
-                    stmt, params = q.existing_ids(app, user, new)
-                    seen |= {r[0] for r in (await conn.execute(stmt, params)).all()}
                     new = [j for j in new if j not in seen]
                 if new:
                     await conn.execute(pq.enqueue_job(), [

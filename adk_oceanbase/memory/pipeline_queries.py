@@ -34,8 +34,14 @@ _DUE = "((status = 'pending' AND next_attempt_at <= :now) OR (status = 'running'
 
 
 def existing_jobs(app_name: str, user_id: str, job_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
-    """Which of these jobs are queued already (any status): enqueueing a session again adds nothing."""
-    stmt = text(f"SELECT job_id FROM {J} WHERE app_name = :app AND user_id = :user AND job_id IN :ids")
+    """Which of these jobs are queued (any status) or already wrote their first memory: enqueueing adds nothing for them.
+
+    One statement for both tables: it runs on the request path.
+    """
+    stmt = text(
+        f"SELECT job_id FROM {J} WHERE app_name = :app AND user_id = :user AND job_id IN :ids "
+        "UNION ALL SELECT memory_id FROM agent_memories WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
+    )
     return stmt.bindparams(bindparam("ids", expanding=True)), {"app": app_name, "user": user_id, "ids": list(job_ids)}
 
 
