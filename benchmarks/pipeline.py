@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 import time
 from datetime import timedelta
@@ -97,26 +98,53 @@ async def bench_latency(url: str, convs: list[Any], embedder: Any, args: argpars
         stored.append(await sessions.get_session(app_name=APP, user_id=f"lat{n}", session_id=f"w{n}"))
     await sessions.close()
     out: dict[str, Any] = {"turns_per_session": args.turns}
+    half = args.calls // 2
     for name, pipeline, batch in (
-        ("pipeline", PipelineSettings(workers=args.workers), stored[: args.calls]),
+        ("pipeline, workers in another process", PipelineSettings(workers=0), stored[:half]),
+        (f"pipeline, {args.workers} workers in this process", PipelineSettings(workers=args.workers),
+         stored[half: args.calls]),
         ("inline", None, stored[args.calls:]),
     ):
         ex = sleepy_extractor(args.delay_ms / 1000)
         svc = memory_service(url, embedder, ex, pipeline)
         await svc.stats()  # connect and set up outside the timed calls
-        times = []
+        worker = None
+        if name.endswith("another process"):  # a worker process drains the queue while the front end adds
+            worker = await asyncio.create_subprocess_exec(
+                sys.executable, __file__, "--drain", url, "--delay-ms", str(args.delay_ms),
+                "--workers", str(args.workers), "--embedder", args.embedder, "--locomo", args.locomo,
+                stdin=asyncio.subprocess.PIPE)
+        times, cpu = [], []
         for s in batch:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             await svc.add_session_to_memory(s)
             times.append(time.perf_counter() - t0)
+            cpu.append(time.process_time() - c0)  # this process's CPU (the workers' too when they share it)
         t0 = time.perf_counter()
+        if worker is not None:
+            assert worker.stdin is not None
+            worker.stdin.close()  # "drain what is queued, then stop"
+            await worker.wait()
         await svc.flush()
         drain = time.perf_counter() - t0
         ms = [t * 1000 for t in times]
         out[name] = {"calls": len(ms), "p50_ms": percentile(ms, 50), "p95_ms": percentile(ms, 95), "max_ms": max(ms),
-                     "flush_s": drain, "extractor_calls": ex.calls}
+                     "cpu_p50_ms": percentile([c * 1000 for c in cpu], 50), "flush_s": drain, "extractor_calls": ex.calls}
         await svc.close()
     return out
+
+
+async def drain_worker(url: str, embedder: Any, args: argparse.Namespace) -> None:
+    """``--drain``: a worker process; extracts until stdin closes, then drains what is left and exits."""
+    from adk_oceanbase.memory import PipelineSettings
+
+    svc = memory_service(url, embedder, sleepy_extractor(args.delay_ms / 1000),
+                         PipelineSettings(workers=args.workers, poll_interval_s=0.2))
+    await svc.stats()  # starts the background worker
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.read)
+    await svc.flush()
+    await svc.close()
 
 
 async def remember_split(url: str, convs: list[Any], embedder: Any, extractor: Any, pipeline: Any) -> tuple[Any, float]:
@@ -175,16 +203,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--locomo", required=True, help="path to locomo10.json")
     p.add_argument("--url", help="server URL (oceanbase://user@host:port/); default: start our own seekdb")
     p.add_argument("--turns", type=int, default=50, help="turns per session in the latency run")
-    p.add_argument("--calls", type=int, default=60, help="add_session_to_memory calls with the pipeline")
+    p.add_argument("--calls", type=int, default=60, help="add_session_to_memory calls with the pipeline (half each way)")
     p.add_argument("--inline-calls", type=int, default=3, help="calls with inline extraction (each takes seconds)")
     p.add_argument("--delay-ms", type=float, default=500.0, help="the scripted extractor's latency per call")
     p.add_argument("--workers", type=int, default=32, help="PipelineSettings.workers")
     p.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
     p.add_argument("--skip-recall", action="store_true")
     p.add_argument("--json", metavar="PATH", help="also write the results here")
+    p.add_argument("--drain", metavar="URL", help=argparse.SUPPRESS)  # the worker process of the latency run
     args = p.parse_args(argv)
+    if args.drain:
+        from adk_oceanbase.memory import HashEmbedder, default_embedder
+
+        asyncio.run(drain_worker(args.drain, HashEmbedder() if args.embedder == "hash" else default_embedder(), args))
+        return 0
     env = environment(["adk-oceanbase", "google-adk", "pylibseekdb"])
     print_environment(env)
+    print(f"  load average: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
     from _locomo import load_locomo
     from _split import SPLITS
@@ -210,11 +245,12 @@ def main(argv: list[str] | None = None) -> int:
         lat = asyncio.run(bench_latency(make_db("latency"), convs, embedder, args))
         rec = None if args.skip_recall else asyncio.run(bench_recall(base, convs, embedder, args, make_db))
     print(f"\nadd_session_to_memory, {args.turns}-turn sessions, scripted extractor sleeping {args.delay_ms:.0f} ms per call")
-    print("| mode | calls | p50 ms | p95 ms | max ms | flush() after s | extractor calls |")
-    print("|---|---|---|---|---|---|---|")
-    for name in ("pipeline", "inline"):
-        r = lat[name]
-        print(f"| {name} | {r['calls']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | {r['flush_s']:.1f} | {r['extractor_calls']} |")
+    print("| mode | calls | p50 ms | p95 ms | max ms | CPU p50 ms | flush() after s | extractor calls here |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, r in lat.items():
+        if not isinstance(r, dict):
+            continue
+        print(f"| {name} | {r['calls']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | {r['cpu_p50_ms']:.1f} | {r['flush_s']:.1f} | {r['extractor_calls']} |")
     if rec:
         print(f"\nLoCoMo tune split (conversations 1-5), categories 1-4, R@10 ({args.embedder} embedder)")
         print("| extraction | questions | R@10 | memories | extractor calls | remember + flush s |")
