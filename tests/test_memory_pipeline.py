@@ -251,3 +251,23 @@ def test_settings_are_checked():
         PipelineSettings(max_attempts=0)
     s = PipelineSettings(retry_base_s=2, retry_max_s=10)
     assert [1 <= s.backoff_s(1) <= 2, 2 <= s.backoff_s(2) <= 4, 5 <= s.backoff_s(9) <= 10] == [True] * 3
+
+
+async def test_retention_removes_finished_jobs_and_keeps_pending_work(engine_db):
+    from datetime import datetime, timedelta, timezone
+
+    from adk_oceanbase.governance import Retention, RetentionPolicy, sweep
+
+    ex = ScriptedExtractor(fail_on=("topic number 1",))
+    svc = service(engine_db, ex, mode="sync", retry_base_s=3600)
+    front = service(engine_db, ScriptedExtractor(), workers=0)
+    try:
+        await svc.add_session_to_memory(session(talk(3)))  # two done, one failed and waiting
+        await front.add_session_to_memory(session(talk(1), sid="s2", user="u2"))  # pending
+        later = datetime.now(timezone.utc) + timedelta(days=40)
+        await sweep(engine_db, RetentionPolicy(Retention(memory_ttl="30d")), now=later)
+        assert sorted(await rows(engine_db, "SELECT user_id, status FROM memory_extraction_jobs")) == \
+            [("u1", "pending"), ("u2", "pending")]
+    finally:
+        await svc.close()
+        await front.close()

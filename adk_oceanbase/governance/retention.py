@@ -217,6 +217,9 @@ async def sweep(
             deleted, kept = await _sweep_memories(db, app, cutoff, memory_batch, dry_run, audit)
             total.memories += deleted
             total.tombstones_kept += kept
+            if not dry_run:  # finished extraction jobs (memory.pipeline): derived rows, not counted
+                async with transaction(db) as conn:
+                    await conn.execute(q.delete_finished_jobs(app, cutoff))
     if policy.audit_ttl is not None:
         cutoff = clock - timedelta(seconds=policy.audit_ttl)
         total.audit_rows = await _sweep_audit(db, cutoff, wanted, audit_batch, dry_run, audit)
