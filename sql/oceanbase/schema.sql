@@ -90,7 +90,7 @@ CREATE TABLE agent_memories (
   last_served_at DATETIME(6),                              -- last search that served it, database clock (retention, 0015)
   original_length INTEGER,                                 -- characters of the source the pipeline made it from (0020)
   compression_ratio FLOAT,                                 -- len(content) / original_length (0020)
-  condensed SMALLINT,                                      -- 1: an LLM condensed it, 0: stored raw; NULL: not the pipeline's (0020)
+  condensed SMALLINT,                                      -- 1: an LLM condensed it, 0: stored raw, NULL: not the pipeline's (0020)
   CONSTRAINT pk_agent_memories PRIMARY KEY (app_name, user_id, memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
@@ -160,7 +160,7 @@ CREATE TABLE memory_extraction_jobs (                     -- the durable extract
   user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
   job_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,         -- the id of the first memory it writes
   session_id VARCHAR(128) COLLATE utf8mb4_bin,
-  payload LONGTEXT NOT NULL,                               -- JSON: the exchange's turns (redacted) and metadata; '' once done
+  payload LONGTEXT NOT NULL,                               -- JSON: the exchange's turns (redacted) and metadata, '' once done
   generation BIGINT NOT NULL DEFAULT 0,                    -- the user's write-guard generation at enqueue
   status VARCHAR(16) NOT NULL DEFAULT 'pending',           -- pending | running (claimed) | done | failed
   attempts INTEGER NOT NULL DEFAULT 0,
