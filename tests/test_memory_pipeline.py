@@ -271,3 +271,24 @@ async def test_retention_removes_finished_jobs_and_keeps_pending_work(engine_db)
     finally:
         await svc.close()
         await front.close()
+
+
+async def test_the_queue_holds_redacted_text_only(engine_db):
+    from adk_oceanbase import RedactionPolicy, RuleRedactor
+
+    policy = RedactionPolicy(RuleRedactor(patterns={"EMPLOYEE_ID": r"EMP-\d{6}"}))
+    front = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=ScriptedExtractor(),
+                                   redaction=policy, pipeline=PipelineSettings(workers=0))
+    ex = ScriptedExtractor()
+    worker = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=ex, redaction=policy,
+                                    pipeline=PipelineSettings())
+    try:
+        await front.add_session_to_memory(session([(f"My badge is EMP-123456{LONG}", f"Thanks, EMP-123456 noted{LONG}")]))
+        (payload,) = (await rows(engine_db, "SELECT payload FROM memory_extraction_jobs"))[0]
+        assert "EMP-123456" not in payload and "EMPLOYEE_ID" in payload
+        await worker.flush()
+        (content,) = (await rows(engine_db, "SELECT content FROM agent_memories"))[0]
+        assert "EMP-123456" not in content
+    finally:
+        await front.close()
+        await worker.close()
