@@ -16,7 +16,7 @@ Every memory the pipeline writes records how much it condensed its source
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from .extraction import event_text, group_exchanges, is_trivial
@@ -39,7 +39,8 @@ class Turn:
     """The event's 1-based place in its session (the context signal's neighbours), when known."""
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # by hand: dataclasses.asdict deep-copies, ~1.8 ms per 50-turn session on the request path
+        return {"id": self.id, "author": self.author, "timestamp": self.timestamp, "text": self.text, "pos": self.pos}
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> "Turn":
