@@ -22,6 +22,7 @@ __all__ = [
     "ConfigurationError",
     "ConnectionFailedError",
     "ContextBudgetError",
+    "SharedMemoryWriteError",
     "ConnectionLostError",
     "DatabaseNotFoundError",
     "DeadlockError",
@@ -205,6 +206,15 @@ class MemoryWriteRaceError(AdkOceanBaseError):
     user's data was erased and would have re-created it.  Retrying stores the
     data again, now as data the user gave after the erasure: only do that if
     the caller still holds a reason to remember it (a fresh session read).
+    """
+
+
+class SharedMemoryWriteError(AdkOceanBaseError, PermissionError):
+    """A write to app- or agent-scoped shared memory by a writer its policy does not list (issue #31).
+
+    Shared knowledge is written through :class:`adk_oceanbase.memory.shared.SharedMemory`
+    by a writer :class:`~adk_oceanbase.memory.shared.SharedKnowledge` names for the
+    scope; a shared scope's user id given to the plain memory API raises it too.
     """
 
 

@@ -69,6 +69,7 @@ __all__ = [
     "lg_checkpoints",
     "lg_store_fields",
     "lg_store_items",
+    "memory_extraction_jobs",
     "memory_opt_out",
     "memory_terms",
     "memory_user_gen",
@@ -322,6 +323,12 @@ agent_memories = Table(
     # last served it to an agent.  ``created_at`` stays the remembered thing's own time.
     Column("stored_at", _ts(), nullable=False, server_default=_SERVER_NOW),
     Column("last_served_at", _ts(), nullable=True),
+    # How much the memory condensed its source (0020, issue #31): the source's characters,
+    # len(content) / original_length, and 1 when an LLM condensed it (0: stored raw).
+    # NULL for add_memory and for rows written before 0020.
+    Column("original_length", Integer, nullable=True),
+    Column("compression_ratio", Float, nullable=True),
+    Column("condensed", SmallInteger, nullable=True),
     # Ids are the caller's (add_memory) or derived per tenant: unique per app and user only (0007).
     PrimaryKeyConstraint("app_name", "user_id", "memory_id", name="pk_agent_memories"),
     Index("ix_memories_user_time", "app_name", "user_id", "created_at"),
@@ -352,6 +359,32 @@ memory_terms = Table(
     PrimaryKeyConstraint("app_name", "user_id", "term", "memory_id", name="pk_memory_terms"),
     # a memory's postings, for rewriting and deleting them
     Index("ix_memory_terms_memory", "app_name", "user_id", "memory_id"),
+    **_TABLE_OPTS,
+)
+
+memory_extraction_jobs = Table(
+    "memory_extraction_jobs",
+    metadata,
+    # The durable extraction queue (migration 0020, issue #31): one row per exchange waiting for
+    # LLM extraction (memory.pipeline).  pending -> running (claimed: token + time; a claim older
+    # than PipelineSettings.claim_lease_s is taken over) -> done (payload emptied: the row marks the
+    # exchange as seen) once its memories are written, or back to pending at next_attempt_at after a failure, or failed after max_attempts.
+    Column("app_name", String(ID_LEN, **_KEY), nullable=False),
+    Column("user_id", String(ID_LEN, **_KEY), nullable=False),
+    Column("job_id", String(64, **_KEY), nullable=False),
+    Column("session_id", String(ID_LEN, **_KEY), nullable=True),
+    Column("payload", LONGTEXT, nullable=False),  # JSON: the exchange's turns (redacted) and metadata
+    # the user's write-guard generation at enqueue: an erasure since then drops the job's memories
+    Column("generation", BigInteger, nullable=False, server_default="0"),
+    Column("status", String(16), nullable=False, server_default="pending"),
+    Column("attempts", Integer, nullable=False, server_default="0"),
+    Column("next_attempt_at", _ts(), nullable=False),
+    Column("claim", String(32, **_KEY), nullable=True),
+    Column("claimed_at", _ts(), nullable=True),
+    Column("last_error", String(256), nullable=True),  # the exception's class, never its message
+    Column("created_at", _ts(), nullable=False),
+    PrimaryKeyConstraint("app_name", "user_id", "job_id", name="pk_memory_extraction_jobs"),
+    Index("ix_extraction_jobs_due", "status", "next_attempt_at"),
     **_TABLE_OPTS,
 )
 

@@ -38,6 +38,7 @@ OUR_TABLES = (
     "lg_store_fields", "state_checkpoints", "model_prices", "procedure_runs", "procedure_stats", "procedure_scenarios",
     "agno_ob_sessions", "agno_ob_runs", "agno_ob_metrics", "agno_ob_eval_runs",
     "agno_ob_knowledge", "agno_ob_traces", "agno_ob_spans", "agno_ob_learnings", "agno_ob_schema_versions",
+    "memory_extraction_jobs",
 )
 
 

@@ -22,6 +22,7 @@ from ..schema import audit_log as A
 from ..schema import SCOPE_SESSION as SESSION
 from ..schema import agent_sessions as S
 from ..schema import debug_archive as D
+from ..schema import memory_extraction_jobs as JOBS
 from ..schema import memory_opt_out as O
 from ..schema import memory_terms as MT
 from ..schema import session_events as E
@@ -29,6 +30,7 @@ from ..schema import session_state as ST
 from ..schema import state_checkpoints as CP
 
 __all__ = [
+    "delete_finished_jobs",
     "RAW_DEBUG_BASE",
     "RAW_INSERT_DEBUG",
     "RAW_TRIM_DEBUG",
@@ -135,6 +137,11 @@ def delete_orphan_checkpoints(app: str) -> Delete:
         S.c.app_name == CP.c.app_name, S.c.user_id == CP.c.user_id, S.c.session_id == CP.c.session_id
     ).exists()
     return delete(CP).where(CP.c.app_name == app, ~alive)
+
+
+def delete_finished_jobs(app: str, cutoff: datetime) -> Delete:
+    """Extraction jobs done or failed before ``cutoff`` (memory retention): pending ones are work still to do (0020)."""
+    return delete(JOBS).where(JOBS.c.app_name == app, JOBS.c.status.in_(("done", "failed")), JOBS.c.created_at < cutoff)
 
 
 def delete_sessions_rows(app: str, keys: Keys) -> Delete:

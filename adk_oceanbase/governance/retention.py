@@ -243,6 +243,9 @@ async def sweep(
             for field, sweep in extensions.retention_sweeps().items():  # procedural memory's runs (issue 27)
                 swept = await sweep(db, app, cutoff, batch=memory_batch, dry_run=dry_run, audit=audit)
                 setattr(total, field, getattr(total, field) + swept)
+            if not dry_run:  # finished extraction jobs (memory.pipeline): derived rows, not counted
+                async with transaction(db) as conn:
+                    await conn.execute(q.delete_finished_jobs(app, cutoff))
         if ttl.thread_ttl is not None:
             cutoff = clock - timedelta(seconds=ttl.thread_ttl)
             threads, checkpoints = await lg.sweep_threads(db, app, cutoff, session_batch, dry_run, audit)

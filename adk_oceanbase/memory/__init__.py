@@ -2,7 +2,9 @@
 
 from .embedding import Embedder, GeminiEmbedder, HashEmbedder, SentenceTransformerEmbedder, default_embedder
 from .extraction import ExtractedFact, LlmExtractor, embedding_text, is_trivial
+from .pipeline import ExtractionPipeline, PipelineSettings
 from .search_scope import SearchFilters
+from .shared import SharedKnowledge, SharedMemory, scope_user_id
 from .poisoning import InstructionDetector, PatternDetector
 from .retrieval import ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for
@@ -12,6 +14,7 @@ from .settings import MemorySettings, ScoreWeights
 
 __all__ = [
     "Embedder",
+    "ExtractionPipeline",
     "ExtractedFact",
     "GeminiEmbedder",
     "HashEmbedder",
@@ -21,15 +24,19 @@ __all__ = [
     "MemorySettings",
     "OceanBaseMemoryService",
     "PatternDetector",
+    "PipelineSettings",
     "ProfileCache",
     "Retriever",
     "ScoreWeights",
     "SearchFilters",
     "SearchRequest",
     "SentenceTransformerEmbedder",
+    "SharedKnowledge",
+    "SharedMemory",
     "Signals",
     "default_embedder",
     "embedding_text",
     "is_trivial",
     "retriever_for",
+    "scope_user_id",
 ]

@@ -47,7 +47,7 @@ import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from ..context import signals
-from . import postings
+from . import pipeline_queries, postings
 from . import queries as q
 from .extraction import MemoryDraft, embedding_text, search_text
 from .lexical import doc_terms
@@ -264,6 +264,12 @@ async def write_drafts(
             ],
         )
         await postings.index_memories(conn, app_name, user_id, list(texts.items()), replace=False)
+        if measured := [d for d in inserts if d.condensation is not None]:  # the pipeline's drafts (issue #31)
+            await conn.execute(pipeline_queries.record_condensation(), [
+                {"app": app_name, "user": user_id, "memory_id": d.memory_id, "original_length": d.condensation[0],
+                 "ratio": d.condensation[1], "condensed": int(d.condensation[2])}
+                for d in measured if d.condensation is not None
+            ])
         for d in inserts:
             if d.supersedes and servable(d.confidence, d.tainted, min_confidence):
                 stmt, params = q.supersede(app_name, user_id, d.supersedes, d.memory_id, now)

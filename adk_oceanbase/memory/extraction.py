@@ -72,6 +72,8 @@ def is_trivial(text: str, min_chars: int = 8) -> bool:
     bare = _PUNCT.sub(" ", norm).strip()
     if not bare or bare in _TRIVIAL or bare.replace(" ", "") in _TRIVIAL:
         return True
+    if len(bare) >= min_chars:  # CJK only adds weight: long enough already (skips a per-character pass)
+        return False
     length = sum(3 if _is_cjk(ch) else 1 for ch in bare)
     return length < min_chars
 
@@ -144,6 +146,8 @@ class MemoryDraft:
     """How sure the source is that the memory is true, 0..1 (a turn is a record of what was said: 1)."""
     tainted: bool = False
     """Stored tainted (never returned by search): the ingest guard flagged it (``memory.poisoning``)."""
+    condensation: tuple[int, float, bool] | None = None
+    """``(original_length, compression_ratio, condensed)`` when the pipeline made it (``memory.filtering``)."""
 
 
 def turn_drafts(

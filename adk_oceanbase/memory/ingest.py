@@ -10,6 +10,7 @@ committed meanwhile wins.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from datetime import datetime, timezone
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .. import gateway
-from ..audit import current_entry
+from ..audit import audited, by_ids, current_entry
 from ..errors import MemoryWriteRaceError, is_deadlock, is_duplicate_key
 from ..governance import guard
 from ..redaction import RedactionPolicy, redact_value
@@ -27,7 +28,9 @@ from ..validation import check_id, check_text, check_timestamp
 from . import arguments as args
 from . import queries as q
 from .consolidation import write_drafts
-from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, turn_drafts
+from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, is_trivial, turn_drafts
+from .pipeline import ExtractionPipeline
+from .shared import check_scope_write
 from .poisoning import guard_drafts
 from .results import entry_text
 from .retrieval import ProfileCache
@@ -56,6 +59,7 @@ class MemoryIngest:
     _redaction: RedactionPolicy | None
     _vectorizer: Vectorizer
     _profiles: ProfileCache
+    _pipeline: ExtractionPipeline | None
     settings: MemorySettings
 
     async def _stored_events(self, app_name: str, user_id: str, session_id: str) -> list["Event"]:
@@ -73,6 +77,7 @@ class MemoryIngest:
     async def _started(self, app: str, user: str) -> guard.Generation:
         """The user's write-guard generation and opt-out as a memory write starts (see :mod:`..governance.guard`)."""
         await self._engine()
+        check_scope_write(user)  # a shared scope's memories are written through memory.shared only
         return await self._read(lambda conn: guard.started(conn, app, user))
 
     async def _add_events(
@@ -97,6 +102,9 @@ class MemoryIngest:
         if start.opted_out:
             logger.debug("memory opt-out: %d event(s) not remembered", len(events))
             return
+        if self._pipeline is not None:  # issue #31: queue the exchanges durably; workers extract
+            await self._enqueue(app, user, sid, events, meta, start, whole_session)
+            return
         if self._extractor is None:
             positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
             drafts = turn_drafts(app, user, sid, events, self.settings, meta, positions)
@@ -110,6 +118,38 @@ class MemoryIngest:
             session_time = max(e.timestamp for e in events)  # what a batch of turns knew of its session
         session = (sid, session_time) if sid and session_time is not None else None
         await self._write(app, user, await self._redacted_drafts(app, drafts), start, session)
+
+    async def _enqueue(
+        self, app: str, user: str, sid: str | None, events: Sequence["Event"], meta: dict[str, Any],
+        start: guard.Generation, whole_session: bool,
+    ) -> None:
+        """Filters, redacts and queues the exchanges of ``events`` (:mod:`.pipeline`); drains them in ``sync`` mode."""
+        pipe = self._pipeline
+        assert pipe is not None
+        positions = await self._turn_positions(app, user, sid, events, whole_session) if sid else None
+        exchanges = pipe.plan(events, positions)
+        if exchanges and self._redacts(app):  # the queue holds conversation text: redacted before it is stored
+            clean = await self._redact(app, [[t.text for t in turns] for turns in exchanges])
+            exchanges = [[dataclasses.replace(t, text=x) for t, x in zip(turns, texts)]
+                         for turns, texts in zip(exchanges, clean)]
+        await pipe.enqueue(app, user, sid, exchanges, meta, start, audit=current_entry())
+        if pipe.settings.mode == "sync":
+            await pipe.drain()
+
+    async def _related(self, app: str, user: str, probe: str) -> list[tuple[str, str]]:
+        """The user's memories an extracted fact may supersede (an uncounted search)."""
+        hits = await self.search(app, user, probe, top_k=5, bump_access=False)
+        return [(h.memory_id, entry_text(h.entry)) for h in hits]
+
+    @audited(by_ids("memory_extract"))
+    async def _write_extracted(
+        self, app_name: str, user_id: str, session_id: str | None, drafts: list[MemoryDraft], generation: int
+    ) -> None:
+        """A pipeline worker's write: checked, redacted and guarded like an inline one; audited as ``memory_extract``."""
+        for d in drafts:
+            d.content = clip(check_text(f"text of event {d.event_ids}", d.content), self.settings.max_content_chars)
+        drafts = await self._redacted_drafts(app_name, drafts)
+        await self._write(app_name, user_id, drafts, guard.Generation(generation, False))
 
     async def _turn_positions(
         self, app: str, user: str, sid: str, events: Sequence["Event"], whole_session: bool
@@ -142,7 +182,8 @@ class MemoryIngest:
     ) -> list[MemoryDraft]:
         ex = self._extractor
         assert ex is not None
-        exchanges = group_exchanges(events)
+        min_chars = self.settings.min_turn_chars  # issue #31: a "thanks" exchange never reaches the model
+        exchanges = [g for g in group_exchanges(events) if any(not is_trivial(event_text(e), min_chars) for e in g)]
         if not exchanges:
             return []
         keys = [ex.exchange_key(app, user, session_id, g) for g in exchanges]

@@ -39,8 +39,10 @@ from .extraction import LlmExtractor, MemoryDraft, memory_id_for
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts
 from .retrieval import ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for
+from .pipeline import ExtractionPipeline, PipelineSettings
 from .search_scope import SearchFilters
 from .settings import MemorySettings, ScoreWeights
+from .shared import SharedKnowledge, check_scope_write, with_shared
 from .curation import MemoryCuration
 from .ingest import MemoryIngest
 from .upkeep import EmbeddingUpkeep
@@ -78,6 +80,14 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
             ``memory_terms`` and its embedding all derive from the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
+        pipeline: :class:`~adk_oceanbase.memory.pipeline.PipelineSettings` to take
+            extraction off the request path: ``add_session_to_memory`` and
+            ``add_events_to_memory`` queue the session's exchanges durably in the
+            database and return; workers (in this process or others) extract.
+            Unset: extraction runs inside the call, as before.
+        shared: :class:`~adk_oceanbase.memory.shared.SharedKnowledge`: app- or
+            agent-scoped memories ``search_memory`` adds to every user's hits,
+            and who may write them.  Unset: none.
         uri: ``url`` by the name ADK's ``services.yaml`` route passes it; give one of the two.
         agents_dir: passed by ADK's ``services.yaml`` route; not used.
 
@@ -105,6 +115,8 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         auto_setup: bool = True,
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
+        pipeline: PipelineSettings | None = None,
+        shared: SharedKnowledge | None = None,
         uri: str | None = None,
         agents_dir: str | None = None,
     ):
@@ -116,6 +128,10 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         self.settings = settings or MemorySettings()
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
+        # issue #31: the durable extraction queue, and knowledge shared beyond one user
+        self._pipeline = None if pipeline is None else ExtractionPipeline(
+            self._db, extractor, pipeline, self.settings, related=self._related, write=self._write_extracted)
+        self.shared = shared
 
     @property
     def settings(self) -> MemorySettings:
@@ -146,8 +162,24 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
     def vectorizer(self) -> Vectorizer:
         return self._vectorizer
 
+    @property
+    def auditor(self) -> Auditor:
+        """The audit writer (shared with :class:`~adk_oceanbase.memory.shared.SharedMemory`)."""
+        return self._auditor
+
+    def transaction(self) -> Any:
+        """One transaction on this service's database (``async with``), errors typed."""
+        return self._tx()
+
+    @property
+    def pipeline(self) -> ExtractionPipeline | None:
+        """The extraction queue and this process's workers (``pipeline=`` given), else ``None``."""
+        return self._pipeline
+
     async def _on_ready(self) -> None:
         await self._check_embedding_model()
+        if self._pipeline is not None:
+            self._pipeline.start()  # its first round finds jobs a dead process left
         if not self.settings.background_start:
             return
         start_loading = getattr(self._embedder, "start_loading", None)
@@ -164,13 +196,17 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         return await self._vectorizer.retry_failed()
 
     async def flush(self) -> None:
-        """Waits until every memory written so far has its embedding (or was marked failed)."""
+        """Waits until every queued extraction ran (or waits out a retry backoff) and every memory written has its embedding (or was marked failed)."""
         await self._engine()
+        if self._pipeline is not None:
+            await self._pipeline.flush()
         await self._vectorizer.flush()
 
     async def close(self) -> None:
         """Drains the embedding queue (at most ``close_timeout_s``), then releases the database if this service created it."""
         try:
+            if self._pipeline is not None:
+                await self._pipeline.close()
             await self._vectorizer.close()
         finally:
             await self._release()
@@ -292,6 +328,7 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         if not memory_id:
             return False
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
+        check_scope_write(user)
         memory_id = check_id("memory_id", memory_id, max_len=64)
         stmt, params = q.delete_memory(app, user, memory_id, _now())
 
@@ -320,6 +357,9 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         s = self.settings
         counts = s.bump_access if s.search_memory_counts_access is None else s.search_memory_counts_access
         hits = await self.search(app_name, user_id, query, top_k=s.search_memory_top_k, bump_access=counts)
+        if self.shared is not None and self.shared.include:  # issue #31: app/agent knowledge beside the user's
+            hits = await with_shared(self, self.shared, app_name, query, hits, top_k=s.search_memory_top_k,
+                                     bump_access=counts)
         if hits and not counts:
             stmt, params = q.mark_served(check_id("app_name", app_name), check_id("user_id", user_id),
                                          [h.memory_id for h in hits])

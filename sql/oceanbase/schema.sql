@@ -88,6 +88,9 @@ CREATE TABLE agent_memories (
   occurrences INTEGER NOT NULL DEFAULT 1,                 -- times this exact content was stored (merged onto the newest occurrence)
   stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),  -- last insert/merged repeat/deletion by the database clock (retention, 0015)
   last_served_at DATETIME(6),                              -- last search that served it, database clock (retention, 0015)
+  original_length INTEGER,                                 -- characters of the source the pipeline made it from (0020)
+  compression_ratio FLOAT,                                 -- len(content) / original_length (0020)
+  condensed SMALLINT,                                      -- 1: an LLM condensed it, 0: stored raw, NULL: not the pipeline's (0020)
   CONSTRAINT pk_agent_memories PRIMARY KEY (app_name, user_id, memory_id),
   INDEX ix_memories_user_time (app_name, user_id, created_at),
   INDEX ix_memories_user_hash (app_name, user_id, content_hash),
@@ -150,6 +153,24 @@ CREATE TABLE model_prices (                               -- USD per million tok
   cached_usd_per_mtok DOUBLE,
   updated_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   CONSTRAINT pk_model_prices PRIMARY KEY (model)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
+
+CREATE TABLE memory_extraction_jobs (                     -- the durable extraction queue: one row per exchange (memory.pipeline, 0020)
+  app_name VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  user_id VARCHAR(128) COLLATE utf8mb4_bin NOT NULL,
+  job_id VARCHAR(64) COLLATE utf8mb4_bin NOT NULL,         -- the id of the first memory it writes
+  session_id VARCHAR(128) COLLATE utf8mb4_bin,
+  payload LONGTEXT NOT NULL,                               -- JSON: the exchange's turns (redacted) and metadata, '' once done
+  generation BIGINT NOT NULL DEFAULT 0,                    -- the user's write-guard generation at enqueue
+  status VARCHAR(16) NOT NULL DEFAULT 'pending',           -- pending | running (claimed) | done | failed
+  attempts INTEGER NOT NULL DEFAULT 0,
+  next_attempt_at DATETIME(6) NOT NULL,                    -- retry backoff, persisted
+  claim VARCHAR(32) COLLATE utf8mb4_bin,                   -- the claiming worker's token
+  claimed_at DATETIME(6),                                  -- older than PipelineSettings.claim_lease_s: taken over
+  last_error VARCHAR(256),                                 -- the exception's class, never its message
+  created_at DATETIME(6) NOT NULL,
+  CONSTRAINT pk_memory_extraction_jobs PRIMARY KEY (app_name, user_id, job_id),
+  INDEX ix_extraction_jobs_due (status, next_attempt_at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE memory_opt_out (                             -- users who asked not to be remembered (set_memory_opt_out)
