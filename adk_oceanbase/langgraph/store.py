@@ -272,8 +272,12 @@ class OceanBaseStore(DatabaseService, BaseStore):
         assert self.memory is not None
         pool = self.user_of(op.namespace_prefix) or ix.SHARED_POOL
         wanted = min(1000, max(50, 5 * (op.offset + op.limit)))
-        hits = await self.memory.search(self.app_name, pool, op.query, top_k=wanted, filters={"topics": [ix.TOPIC]},
-                                        bump_access=False)
+        # The topic filter keeps a user's ADK memories out of the ranking; the shared pool holds
+        # store fields only, and the join to lg_store_fields below drops anything else anyway, so
+        # there it is left off: it is a JSON_CONTAINS per candidate row (5,000 rows, loaded 2 vCPU:
+        # exact top-200 vector scan 42 ms without it, 206 ms with it; whole search 85 vs 138 ms p50).
+        topics = None if pool == ix.SHARED_POOL else {"topics": [ix.TOPIC]}
+        hits = await self.memory.search(self.app_name, pool, op.query, top_k=wanted, filters=topics, bump_access=False)
         score = {h.memory_id: h.score for h in hits}
         rows = []
         if score:
