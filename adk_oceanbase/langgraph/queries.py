@@ -33,26 +33,32 @@ __all__ = [
 
 _CP_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, value_type, checkpoint, metadata"
 
+# Payloads travel as hex text, unpacked by the server (UNHEX): the driver escapes bytes with a
+# per-character str.translate over a surrogate-escaped string, 0.5 ms (idle) to 3 ms (loaded 2-core
+# machine) for a 30 kB message list, against 16 us for bytes.hex() and 25 us to escape the hex text
+# (measured, 2026-11-26); twice the bytes on the wire cost less than that on loopback or a LAN.
+# So each row is its own statement (the driver's multi-row rewrite only takes bare placeholders),
+# all of them still in the one packet of the transaction.
 # The first value written for a (channel, version) wins, as in the Postgres saver (ON CONFLICT DO
 # NOTHING): a version names one value, so a re-run of the same step writes nothing new.
 INSERT_BLOBS = """
 INSERT IGNORE INTO lg_checkpoint_blobs
     (app_name, thread_id, checkpoint_ns, channel, version, user_id, value_type, payload)
-VALUES (%(app)s, %(thread)s, %(ns)s, %(channel)s, %(version)s, %(user)s, %(type)s, %(payload)s)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(channel)s, %(version)s, %(user)s, %(type)s, UNHEX(%(payload)s))
 """
 
 UPSERT_CHECKPOINT = """
 INSERT INTO lg_checkpoints
     (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
      value_type, checkpoint, metadata)
-VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(parent)s, %(user)s, %(run)s, %(type)s, %(checkpoint)s, %(metadata)s)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(parent)s, %(user)s, %(run)s, %(type)s, UNHEX(%(checkpoint)s), %(metadata)s)
 ON DUPLICATE KEY UPDATE value_type = VALUES(value_type), checkpoint = VALUES(checkpoint), metadata = VALUES(metadata)
 """
 
 _WRITES = """
     INTO lg_checkpoint_writes
     (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload)
-VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(idx)s, %(user)s, %(channel)s, %(path)s, %(type)s, %(payload)s)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(idx)s, %(user)s, %(channel)s, %(path)s, %(type)s, UNHEX(%(payload)s))
 """
 # Special writes (errors, interrupts: negative idx) replace; regular ones keep the first, as
 # LangGraph's savers do, so a retried task does not duplicate or reorder what it wrote.

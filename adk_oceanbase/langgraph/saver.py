@@ -39,6 +39,7 @@ from ..validation import check_id
 from . import codec
 from . import queries as q
 from .bridge import Home
+from .writer import GroupWriter
 
 __all__ = ["OceanBaseSaver"]
 
@@ -114,6 +115,7 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         self._auditor = Auditor(audit)
         self.max_value_bytes = max_value_bytes
         self._home = Home()
+        self._writer = GroupWriter(self._commit)
         self._recent: OrderedDict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
 
     @classmethod
@@ -132,11 +134,11 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
             await saver.aclose()
 
     async def aclose(self) -> None:
-        """Releases the engine and embedded seekdb if this saver created them."""
-        await self._home.run(self._release)
+        """Releases the engine and embedded seekdb if this saver created them (after the writes in flight)."""
+        await self._home.run(self._close)
 
     def close(self) -> None:
-        self._home.run_sync(self._release, "close")
+        self._home.run_sync(self._close, "close")
         self._home.stop()
 
     async def __aenter__(self) -> "OceanBaseSaver":
@@ -167,11 +169,19 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
     def _loads(self, typed: tuple[str, Any]) -> Any:
         return self.serde.loads_typed((typed[0], bytes(typed[1]) if typed[1] is not None else None))
 
+    async def _close(self) -> None:
+        await self._writer.idle()
+        await self._release()
+
     async def _write(self, statements: list[tuple[Any, Any]]) -> None:
-        """One transaction in one round trip; re-run after a deadlock or a lost connection (every write is idempotent)."""
+        """Commits ``statements`` with the call's audit row, in a group with the writes that arrive meanwhile (:mod:`.writer`)."""
         await self._engine()
         if (entry := current_entry()) is not None:
             statements = [*statements, (entry.insert(), None)]
+        await self._writer.write(statements)
+
+    async def _commit(self, statements: list[tuple[Any, Any]]) -> None:
+        """One transaction in one round trip; re-run after a deadlock or a lost connection (every write is idempotent)."""
 
         async def once() -> None:
             async with self._raw_tx() as tx:
@@ -200,10 +210,10 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         for ch, version in new_versions.items():
             btype, blob = self._dump(f"channel {ch!r}", changed[ch]) if ch in changed else (codec.EMPTY, None)
             blobs.append({"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version),
-                          "user": user, "type": btype, "payload": blob})
+                          "user": user, "type": btype, "payload": codec.hex_of(blob)})
         row = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "parent": parent, "user": user,
-               "run": run_id, "type": vtype, "checkpoint": payload, "metadata": md}
-        await self._write([*([(q.INSERT_BLOBS, blobs)] if blobs else []), (q.UPSERT_CHECKPOINT, row)])
+               "run": run_id, "type": vtype, "checkpoint": payload.hex(), "metadata": md}
+        await self._write([*((q.INSERT_BLOBS, blob) for blob in blobs), (q.UPSERT_CHECKPOINT, row)])
         self._remember(thread, ns, cid, stored.get("channel_versions") or {})
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
 
@@ -233,10 +243,11 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
             wtype, blob = self._dump(f"the write to {channel!r}", value)
             rows.append({"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "task": task,
                          "idx": codec.write_index(codec.check_channel(channel), idx), "user": user, "channel": channel,
-                         "path": task_path, "type": wtype, "payload": blob})
+                         "path": task_path, "type": wtype, "payload": codec.hex_of(blob)})
         if rows:
             special = all(r["idx"] < 0 for r in rows)
-            await self._write([(q.UPSERT_WRITES if special else q.INSERT_WRITES_IGNORE, rows)])
+            sql = q.UPSERT_WRITES if special else q.INSERT_WRITES_IGNORE
+            await self._write([(sql, row) for row in rows])
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._home.run(lambda: self._delete_thread(thread_id))

@@ -89,3 +89,19 @@ async def test_from_conn_string_opens_and_closes(engine_migrated_url) -> None:
         assert (await store.aget(("cs",), "k")).value == {"v": 1}
         await store.adelete(("cs",), "k")
     assert not store.database.started
+
+
+async def test_near_identical_items_are_both_found(engine_db) -> None:
+    """Items are records, not facts: the memory service must not merge one item's field into another's.
+
+    Near-duplicate consolidation superseded the older field memory, so the
+    older item vanished from semantic search (and each write paid a vector
+    query per field).
+    """
+    store = OceanBaseStore(database=engine_db, index=INDEX)
+    base = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    await store.aput(("docs",), "first", {"text": base})
+    await store.aput(("docs",), "second", {"text": base + " nu"})
+    hits = await store.asearch(("docs",), query=base, limit=10)
+    assert sorted(h.key for h in hits) == ["first", "second"]
+    await store.aclose()
