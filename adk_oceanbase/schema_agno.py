@@ -19,7 +19,7 @@ Table names carry ``ob`` so Agno's own ``MySQLDb`` tables (``agno_sessions``,
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Date, Index, Integer, PrimaryKeyConstraint, SmallInteger, String, Table, UniqueConstraint, text
+from sqlalchemy import BigInteger, Column, Date, Index, PrimaryKeyConstraint, SmallInteger, String, Table, UniqueConstraint, text
 from sqlalchemy.dialects.mysql import DATETIME, LONGTEXT
 
 from .schema_base import ID_LEN, metadata

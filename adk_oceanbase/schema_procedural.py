@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Index, Integer, PrimaryKeyConstraint, SmallInteger, String, Table, text
+from sqlalchemy import BigInteger, Column, Index, Integer, PrimaryKeyConstraint, SmallInteger, String, Table
 from sqlalchemy.dialects.mysql import LONGTEXT
 
 from .schema_base import ID_LEN, metadata

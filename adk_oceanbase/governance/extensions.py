@@ -9,12 +9,9 @@ them in, as it wires compaction into the session service.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Awaitable, Callable
+from typing import Awaitable, Callable
 
 from sqlalchemy.ext.asyncio import AsyncConnection
-
-if TYPE_CHECKING:
-    from ..engine import Database
 
 __all__ = ["RetentionSweep", "UserEraser", "register_retention_sweep", "register_user_eraser", "retention_sweeps",
            "user_erasers"]

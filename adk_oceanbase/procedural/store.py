@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 from datetime import datetime, timezone
-from typing import Any, Mapping, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
