@@ -46,12 +46,25 @@ from .compaction import compact_session as _compact_session
 set_compaction(_compact_session)
 
 # Procedural memory keeps per-user runs inside app-wide aggregates: erasure and retention (below it)
-# run its own share, registered here.
+# run its own share, registered here.  Imported when first run: `import adk_oceanbase` stays free of
+# the memory stack (tests/test_embedded_footprint.py).
 from .governance import extensions as _governance_extensions  # noqa: E402
-from .procedural import governance as _procedural_governance  # noqa: E402
 
-_governance_extensions.register_user_eraser("procedure_runs", _procedural_governance.erase_user_runs)
-_governance_extensions.register_retention_sweep("procedure_runs", _procedural_governance.sweep_runs)
+
+async def _erase_procedure_runs(conn, app: str, user: str) -> int:
+    from .procedural.governance import erase_user_runs
+
+    return await erase_user_runs(conn, app, user)
+
+
+async def _sweep_procedure_runs(db, app: str, cutoff, **kw) -> int:
+    from .procedural.governance import sweep_runs
+
+    return await sweep_runs(db, app, cutoff, **kw)
+
+
+_governance_extensions.register_user_eraser("procedure_runs", _erase_procedure_runs)
+_governance_extensions.register_retention_sweep("procedure_runs", _sweep_procedure_runs)
 
 __version__ = "0.1.0"
 

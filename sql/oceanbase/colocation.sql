@@ -27,7 +27,7 @@ ALTER TABLEGROUP adk_oceanbase_tg ADD TABLE agent_sessions, session_events, sess
 -- Variant B, one-node: every table unpartitioned in one SHARDING='NONE' group: the cluster keeps all
 -- their leaders on one node (no append is ever distributed; the data set is bounded by that node).
 -- CREATE TABLEGROUP IF NOT EXISTS adk_oceanbase_tg SHARDING = 'NONE';
--- ALTER TABLEGROUP adk_oceanbase_tg ADD TABLE agent_memories, agent_sessions, audit_log, debug_archive, memory_opt_out, memory_terms, memory_user_gen, session_events, session_state;
+-- ALTER TABLEGROUP adk_oceanbase_tg ADD TABLE agent_memories, agent_sessions, agno_ob_eval_runs, agno_ob_knowledge, agno_ob_learnings, agno_ob_metrics, agno_ob_runs, agno_ob_schema_versions, agno_ob_sessions, agno_ob_spans, agno_ob_traces, audit_log, debug_archive, lg_checkpoint_blobs, lg_checkpoint_writes, lg_checkpoints, lg_store_fields, lg_store_items, memory_extraction_jobs, memory_opt_out, memory_terms, memory_user_gen, model_prices, procedure_runs, procedure_scenarios, procedure_stats, session_events, session_state, state_checkpoints;
 
 -- Both variants: keep the tenant's leaders in one zone (as root@sys; OceanBase 4.x sets it per tenant):
 -- ALTER TENANT test PRIMARY_ZONE = 'zone1';
