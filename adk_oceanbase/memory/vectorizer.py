@@ -303,12 +303,14 @@ class Vectorizer:
         now = _now()
         stale = now - timedelta(seconds=self._settings.claim_lease_s)
         groups = _by_user(batch)
+        rows: list[Any] = []
+        # The claim and its read-back in one transaction: the read sees the claim's own writes
+        # whatever snapshot a pooled connection brings (a read on another connection could run
+        # on an older REPEATABLE READ snapshot, find no claimed rows, and leave them claimed).
         async with gateway.transaction(self._db) as conn:
             for (app, user), ids in groups.items():
                 stmt, params = vq.claim_for_embedding(app, user, ids, claim, now, stale)
                 await conn.execute(stmt, params)
-        rows: list[Any] = []
-        async with gateway.connection(self._db) as conn:
             for (app, user), ids in groups.items():
                 stmt, params = vq.claimed_rows(app, user, ids, claim)
                 rows.extend((await conn.execute(stmt, params)).all())
