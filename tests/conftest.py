@@ -13,6 +13,7 @@ under CI (``CI`` set), where a green run must mean every engine was tested.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -73,14 +74,43 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Under CI a run that skipped an engine or model test is a failed run, whatever else passed."""
-    if _untested and in_ci() and exitstatus == pytest.ExitCode.OK:
+    if (_untested or _leaked) and in_ci() and exitstatus == pytest.ExitCode.OK:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# ---------------------------------------------------------------- what a test starts, it stops
+_leaked: dict[str, list[str]] = {}
+
+
+def _ours(task: asyncio.Task) -> bool:
+    return task.get_name().startswith("adk-oceanbase-") and not task.done()
+
+
+@pytest_asyncio.fixture(autouse=True)
+async def _background_tasks_end_with_the_test(request: pytest.FixtureRequest) -> AsyncIterator[None]:
+    """Records a test that leaves one of our background tasks (vectorizer, extraction workers, ...) running.
+
+    The event loop is the whole session's: a service a test forgot to close
+    keeps working in later tests, on their emptied tables (a forgotten
+    LangGraph store's vectorizer once embedded a later test's rows with its
+    own model).  Under CI such a test fails the run at the end.
+    """
+    before = {t for t in asyncio.all_tasks() if _ours(t)}
+    yield
+    await asyncio.sleep(0)  # a task cancelled by a close() finishes on this turn
+    left = sorted(t.get_name() for t in asyncio.all_tasks() if _ours(t) and t not in before)
+    if left:
+        _leaked[request.node.nodeid] = left
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus: int, config: pytest.Config) -> None:
+    tr = terminalreporter
+    if _leaked:
+        tr.section("LEFT RUNNING: background tasks a test started and did not stop (close the service)", sep="!", red=True)
+        for nodeid, names in sorted(_leaked.items()):
+            tr.write_line(f"{nodeid}: {', '.join(names)}", red=True)
     if not _untested:
         return
-    tr = terminalreporter
     tr.section("NOT TESTED: an engine or the embedding model is missing", sep="!", red=True, bold=True)
     for reason, n in sorted(_untested.items()):
         tr.write_line(f"{n} test(s) skipped: {reason}", red=True)

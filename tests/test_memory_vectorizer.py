@@ -197,3 +197,32 @@ async def test_mixing_embedding_models_is_refused_until_reembedded(engine_db):
     with pytest.raises(EmbeddingModelMismatchError, match="384"):
         wrong = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(dim=64))
         await wrong.search(APP, USER, "x")
+
+
+async def test_a_vectorizer_embeds_only_the_rows_meant_for_its_model(engine_db):
+    """Two services with different models on one database never embed each other's rows.
+
+    Seen in CI: a LangGraph store (its own ``embed``) left open kept its
+    vectorizer running; its sweep took a later service's pending rows and
+    stored vectors of the wrong model, which that service then refused.
+    """
+    b = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
+    await b.add_memory(app_name=APP, user_id=USER, memories=entries(4))
+    await b.close()
+    async with engine_db.engine.begin() as conn:  # as if b's process died before embedding them
+        await conn.execute(text("UPDATE agent_memories SET embed_status = 'pending', embedding = NULL"))
+    a = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-a"), settings=MemorySettings(**FAST))
+    try:
+        await a.vectorizer.flush()  # its first sweep: finds no row meant for model-a
+        async with engine_db.engine.connect() as conn:
+            rows = set((await conn.execute(text("SELECT embed_status, embedding_model FROM agent_memories"))).all())
+        assert rows == {("pending", "model-b")}
+    finally:
+        await a.close()
+    b = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(model_name="model-b"), settings=MemorySettings(**FAST))
+    try:
+        await b.flush()
+        assert await statuses(engine_db) == {"ready": 4}
+        assert await b.search(APP, USER, "fact number 2")
+    finally:
+        await b.close()

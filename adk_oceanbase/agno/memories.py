@@ -150,6 +150,7 @@ class MemoriesMixin(AgnoCore):
         app = self.app_name
         entry = self._entry("agno_memory_upsert", user)
         embed: list[str] = []
+        model, dim = self._memory.embedder.model_name, self._memory.embedder.dim  # the model meant to embed them
 
         async def work(conn: Any) -> tuple[list[dict[str, Any]], int]:
             embed.clear()
@@ -179,11 +180,13 @@ class MemoriesMixin(AgnoCore):
                 moved = old is None or old.content != d["content"] or old.embed_status == "deleted"
                 if old is None:
                     inserts.append(dict(memory_id=d["memory_id"], app_name=app, user_id=user, author=_AUTHOR,
-                                        created_at=utc(created), extractor=_EXTRACTOR, **values))
+                                        created_at=utc(created), extractor=_EXTRACTOR, embedding_model=model,
+                                        embedding_dim=dim, **values))
                     docs_new.append((d["memory_id"], st))
                 else:
                     if moved:  # new text: a new embedding, new postings; a revived tombstone too
-                        values.update(embedding=None, embed_status="pending", embed_attempts=0, embed_claim=None,
+                        values.update(embedding=None, embedding_model=model, embedding_dim=dim,
+                                      embed_status="pending", embed_attempts=0, embed_claim=None,
                                       superseded_by=None, stored_at=_SERVER_NOW)
                         docs_moved.append((d["memory_id"], st))
                     await conn.execute(update(M).where(

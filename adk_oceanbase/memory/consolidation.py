@@ -195,9 +195,11 @@ def _merge_row(
 
 async def write_drafts(
     conn: AsyncConnection, app_name: str, user_id: str, drafts: Sequence[MemoryDraft], now: datetime,
-    *, min_confidence: float = 0.0,
+    *, model: str, dim: int, min_confidence: float = 0.0,
 ) -> WriteOutcome:
     """Inserts drafts with idempotency and exact-duplicate merging, postings included (one transaction: the caller's).
+
+    New rows wait for ``model`` (``dim``-d): the writing service's embedder.
 
     A draft supersedes the ids it names only if search could return it
     (:func:`.poisoning.servable` at ``min_confidence``): a tainted or doubtful
@@ -259,6 +261,8 @@ async def write_drafts(
                     "turn_pos": d.turn_pos,
                     "confidence": float(d.confidence),
                     "tainted": 1 if d.tainted else 0,
+                    "embedding_model": model,
+                    "embedding_dim": dim,
                 }
                 for d in inserts
             ],

@@ -28,6 +28,7 @@ from ..validation import check_id, check_text, check_timestamp
 from . import arguments as args
 from . import queries as q
 from .consolidation import write_drafts
+from .embedding import Embedder
 from .extraction import LlmExtractor, MemoryDraft, clip, event_text, group_exchanges, is_trivial, turn_drafts
 from .pipeline import ExtractionPipeline
 from .shared import check_scope_write
@@ -55,6 +56,7 @@ class MemoryIngest:
     """The write path of the memory service (a mixin): drafts from events, redaction, the guarded write."""
 
     _db: "Database"
+    _embedder: Embedder
     _extractor: LlmExtractor | None
     _redaction: RedactionPolicy | None
     _vectorizer: Vectorizer
@@ -263,7 +265,8 @@ class MemoryIngest:
             if session is not None and now_gen.predates_erasure(session[1]) \
                     and not await guard.session_stored(conn, app, user, session[0]):
                 raise MemoryWriteRaceError(_PREDATES_ERASURE)
-            outcome = await write_drafts(conn, app, user, drafts, now, min_confidence=self.settings.min_confidence)
+            outcome = await write_drafts(conn, app, user, drafts, now, model=self._embedder.model_name,
+                                         dim=self._embedder.dim, min_confidence=self.settings.min_confidence)
             if (audit := current_entry()) is not None:
                 audit.row_count = len(outcome.inserted)
                 await conn.execute(audit.insert())

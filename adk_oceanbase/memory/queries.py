@@ -103,6 +103,9 @@ def mark_served(app_name: str, user_id: str, memory_ids: Sequence[str]) -> tuple
 def insert_memory() -> TextClause:
     """Inserts one memory row (executemany-friendly); embedding starts NULL, status ``pending``.
 
+    ``embedding_model`` / ``embedding_dim`` name the model meant to embed the row
+    (the writing service's): only that model's vectorizers claim it.
+
     ``search_text`` (the full-text source) is ``extraction.search_text`` of the row, ``term_count`` its
     number of terms; the caller writes its postings (``postings.index_memories``) in the same transaction.
     ``stored_at`` (retention's clock) is the database's; ``created_at`` is the source's time.
@@ -110,9 +113,10 @@ def insert_memory() -> TextClause:
     return text(
         f"INSERT INTO {T} (memory_id, app_name, user_id, content, search_text, content_hash, author, session_id, "
         "event_ids, topics, custom_metadata, importance_score, access_count, created_at, updated_at, "
-        "embed_status, embed_attempts, extractor, turn_pos, confidence, tainted, term_count, occurrences, stored_at) "
+        "embed_status, embed_attempts, embedding_model, embedding_dim, extractor, turn_pos, confidence, tainted, "
+        "term_count, occurrences, stored_at) "
         "VALUES (:memory_id, :app_name, :user_id, :content, :search_text, :content_hash, :author, :session_id, "
-        ":event_ids, :topics, :custom_metadata, :importance_score, 0, :created_at, :updated_at, 'pending', 0, "
+        ":event_ids, :topics, :custom_metadata, :importance_score, 0, :created_at, :updated_at, 'pending', 0, :embedding_model, :embedding_dim, "
         ":extractor, :turn_pos, :confidence, :tainted, :term_count, :occurrences, UTC_TIMESTAMP(6))"
     )
 

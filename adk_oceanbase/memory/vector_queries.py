@@ -39,22 +39,31 @@ __all__ = [
 ]
 
 
+# A pending row names the model meant to embed it (set when it was written): a vectorizer takes
+# only its own model's rows, and rows that name none (written before that, or reset by ``reembed``).
+# Two services with different models on one database (a LangGraph store with its own ``embed``
+# beside the ADK memory service) must not embed each other's rows with the wrong model.
+_MODEL_IS_MINE = "(embedding_model IS NULL OR (embedding_model = :model AND embedding_dim = :dim))"
+
+
 def claim_for_embedding(
-    app_name: str, user_id: str, memory_ids: Sequence[str], claim: str, now: datetime, stale_before: datetime
+    app_name: str, user_id: str, memory_ids: Sequence[str], claim: str, now: datetime, stale_before: datetime,
+    *, model: str, dim: int,
 ) -> tuple[TextClause, dict[str, Any]]:
     """Claims the user's rows of a batch for one vectorizer: ``pending`` ones, or claims older than the lease.
 
     A conditional UPDATE, so of two processes racing for a row exactly one
     matches it (the row lock orders them; the loser re-reads ``embedding``).
+    Only rows meant for this vectorizer's ``model`` (or for no model yet).
     The claimer reads its rows back with :func:`claimed_rows`.
     """
     stmt = text(
         f"UPDATE {T} SET embed_status = 'embedding', embed_claim = :claim, embed_claimed_at = :now "
         "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
-        "AND (embed_status = 'pending' OR (embed_status = 'embedding' AND embed_claimed_at < :stale))"
+        f"AND (embed_status = 'pending' OR (embed_status = 'embedding' AND embed_claimed_at < :stale)) AND {_MODEL_IS_MINE}"
     ).bindparams(bindparam("ids", expanding=True))
     return stmt, {"claim": claim, "now": now, "stale": stale_before, "app": app_name, "user": user_id,
-                  "ids": list(memory_ids)}
+                  "ids": list(memory_ids), "model": model, "dim": dim}
 
 
 def claimed_rows(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
@@ -67,8 +76,10 @@ def claimed_rows(app_name: str, user_id: str, memory_ids: Sequence[str], claim: 
     return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
 
 
-def sweep_unembedded(limit: int, *, retry_before: datetime, stale_before: datetime) -> tuple[TextClause, dict[str, Any]]:
-    """Keys of rows to embed, oldest first: ``pending`` ones and claims of a dead process.
+def sweep_unembedded(
+    limit: int, *, retry_before: datetime, stale_before: datetime, model: str, dim: int
+) -> tuple[TextClause, dict[str, Any]]:
+    """Keys of rows this ``model`` is to embed, oldest first: ``pending`` ones and claims of a dead process.
 
     A row whose last round failed (``embed_attempts > 0``) waits until its
     ``updated_at`` is before ``retry_before``; a claim is taken over once it
@@ -77,10 +88,10 @@ def sweep_unembedded(limit: int, *, retry_before: datetime, stale_before: dateti
     """
     stmt = text(
         f"SELECT app_name, user_id, memory_id FROM {T} "
-        "WHERE (embed_status = 'pending' AND (embed_attempts = 0 OR updated_at < :retry)) "
-        "OR (embed_status = 'embedding' AND embed_claimed_at < :stale) ORDER BY updated_at LIMIT :lim"
+        "WHERE ((embed_status = 'pending' AND (embed_attempts = 0 OR updated_at < :retry)) "
+        f"OR (embed_status = 'embedding' AND embed_claimed_at < :stale)) AND {_MODEL_IS_MINE} ORDER BY updated_at LIMIT :lim"
     )
-    return stmt, {"lim": limit, "retry": retry_before, "stale": stale_before}
+    return stmt, {"lim": limit, "retry": retry_before, "stale": stale_before, "model": model, "dim": dim}
 
 
 def set_embedding(vector_type: TypeEngine) -> TextClause:
@@ -192,9 +203,13 @@ def reset_other_models(model: str, dim: int, now: datetime) -> tuple[TextClause,
 
     Tombstones stay tombstones: their model is cleared (tombstones written
     before revision 0007 kept it) but they never become ``pending`` again.
+    Live rows name the new model, so only its vectorizers take them.  (MySQL
+    evaluates ``SET`` left to right: the model's CASE reads the old status.)
     """
     stmt = text(
-        f"UPDATE {T} SET embedding = NULL, embedding_model = NULL, embedding_dim = NULL, "
+        f"UPDATE {T} SET embedding = NULL, "
+        "embedding_model = CASE WHEN embed_status = 'deleted' THEN NULL ELSE :m END, "
+        "embedding_dim = CASE WHEN embed_status = 'deleted' THEN NULL ELSE :d END, "
         "embed_status = CASE WHEN embed_status = 'deleted' THEN 'deleted' ELSE 'pending' END, embed_attempts = 0, "
         "embed_claim = NULL, embed_claimed_at = NULL, updated_at = :now WHERE embedding_model <> :m OR embedding_dim <> :d"
     )

@@ -209,6 +209,8 @@ class Vectorizer:
                 limit,
                 retry_before=now - timedelta(seconds=self._settings.retry_interval_s),
                 stale_before=now - timedelta(seconds=self._settings.claim_lease_s),
+                model=self._embedder.model_name,
+                dim=self._embedder.dim,
             )
             async with gateway.connection(self._db) as conn:
                 keys = [(r[0], r[1], r[2]) for r in (await conn.execute(stmt, params)).all()]
@@ -309,7 +311,8 @@ class Vectorizer:
         # on an older REPEATABLE READ snapshot, find no claimed rows, and leave them claimed).
         async with gateway.transaction(self._db) as conn:
             for (app, user), ids in groups.items():
-                stmt, params = vq.claim_for_embedding(app, user, ids, claim, now, stale)
+                stmt, params = vq.claim_for_embedding(app, user, ids, claim, now, stale,
+                                                      model=self._embedder.model_name, dim=self._embedder.dim)
                 await conn.execute(stmt, params)
             for (app, user), ids in groups.items():
                 stmt, params = vq.claimed_rows(app, user, ids, claim)

@@ -48,8 +48,23 @@ def make(backend, **kw):
 
 
 @pytest.fixture
-def store(backend):
-    return make(backend)
+async def opened(backend):
+    """``opened(**kw)``: a store closed after the test (an open one's vectorizer would outlive it)."""
+    stores = []
+
+    def open_store(**kw):
+        stores.append(make(backend, **kw))
+        return stores[-1]
+
+    yield open_store
+    for s in stores:
+        if isinstance(s, OceanBaseStore):
+            await s.aclose()
+
+
+@pytest.fixture
+def store(opened):
+    return opened()
 
 
 def diverges(request, kind: str, on: str, why: str) -> None:
@@ -158,9 +173,9 @@ async def test_an_update_keeps_created_at(request, kind, store) -> None:
     assert again.created_at == first.created_at and again.value == {"v": 2}
 
 
-async def test_ttl_expires_and_refreshes_on_read(request, kind, backend) -> None:
+async def test_ttl_expires_and_refreshes_on_read(request, kind, backend, opened) -> None:
     diverges(request, kind, "inmemory", "InMemoryStore has no TTL (supports_ttl is False)")
-    store = make(backend, ttl={"default_ttl": 60, "refresh_on_read": True})
+    store = opened(ttl={"default_ttl": 60, "refresh_on_read": True})
     if kind == "inmemory":
         await store.aput(("t",), "k", {"v": 1}, ttl=60)  # raises NotImplementedError
     await store.aput(("t",), "k", {"v": 1})
@@ -184,8 +199,8 @@ async def test_ttl_expires_and_refreshes_on_read(request, kind, backend) -> None
     assert await store.alist_namespaces() == [("t",)]
 
 
-async def test_semantic_search_ranks_the_closest_item_first(backend) -> None:
-    store = make(backend, index=INDEX)
+async def test_semantic_search_ranks_the_closest_item_first(opened) -> None:
+    store = opened(index=INDEX)
     await store.aput(("docs", "u1"), "py", {"text": "Python tutorial for beginners"})
     await store.aput(("docs", "u1"), "ts", {"text": "TypeScript guide for web developers"})
     await store.aput(("docs", "u1"), "cook", {"text": "Cooking pasta at home", "kind": "food"})
