@@ -39,6 +39,7 @@ from ..config import Config
 from ..engine import Database
 from ..errors import CheckpointTooLargeError, ConfigurationError, InvalidValueError, MemoryWriteRaceError, is_rerunnable
 from ..gateway import retrying
+from ..governance.langgraph_sweep import EXPIRED_PURGE
 from ..memory import MemorySettings, OceanBaseMemoryService
 from ..rawtx import COMMIT
 from ..validation import check_id, check_text
@@ -372,8 +373,7 @@ class OceanBaseStore(HomeLifecycle, DatabaseService, BaseStore):
         async def sweep() -> int:
             await self._engine()
             params = {"app": self.app_name}
-            statements = [(sql, params) for sql in (q.SWEEP_PURGE_MEMORIES, q.SWEEP_PURGE_POSTINGS, q.SWEEP_FIELDS,
-                                                    q.SWEEP_ITEMS)]
+            statements = [(sql, params) for sql in (*EXPIRED_PURGE, q.SWEEP_FIELDS, q.SWEEP_ITEMS)]
             async with self._raw_tx() as tx:
                 results = await tx.batch([*statements, (COMMIT, None)])
             return int(results[3][0])

@@ -15,8 +15,6 @@ __all__ = [
     "DELETE_ITEM",
     "INSERT_FIELDS",
     "LIVE",
-    "SWEEP_PURGE_MEMORIES",
-    "SWEEP_PURGE_POSTINGS",
     "REFRESH",
     "SWEEP_FIELDS",
     "SWEEP_ITEMS",
@@ -76,6 +74,7 @@ SWEEP_ITEMS = "DELETE FROM lg_store_items WHERE app_name = %(app)s AND expires_a
 # other sees its outcome: a put committed first left a link, which the NOT EXISTS below sees (a
 # locking read inside DML on InnoDB at REPEATABLE READ, a re-run after the lock wait on OceanBase);
 # a purge committed first left no row, and the put adds the memory again and retries.
+# The TTL sweep's form is governance.langgraph_sweep.EXPIRED_PURGE (retention runs it too).
 _OTHER_LINK = (
     "SELECT 1 FROM lg_store_fields o WHERE o.app_name = f.app_name AND o.memory_user = f.memory_user "
     "AND o.memory_id = f.memory_id AND (o.namespace <> f.namespace OR o.item_key <> f.item_key)"
@@ -108,23 +107,6 @@ def purge_item(app: str, ns: str, key: str, keep: Sequence[str]) -> list[tuple[s
                 f"WHERE {_ITEM_LINKS}{spare} AND NOT EXISTS ({_OTHER_LINK})")
     postings = f"DELETE t FROM memory_terms t JOIN lg_store_fields f ON {_TERMS_OF_LINK} WHERE {_ITEM_LINKS}{spare} AND {_NO_MEMORY_ROW}"
     return [(memories, params), (postings, params)]
-
-
-_EXPIRED_LINKS = (
-    "JOIN lg_store_items i ON i.app_name = f.app_name AND i.namespace = f.namespace AND i.item_key = f.item_key "
-    "WHERE i.app_name = %(app)s AND i.expires_at <= UTC_TIMESTAMP(6)"
-)
-_LIVE_LINK = (
-    "SELECT 1 FROM lg_store_fields o JOIN lg_store_items oi ON oi.app_name = o.app_name AND oi.namespace = o.namespace "
-    "AND oi.item_key = o.item_key WHERE o.app_name = f.app_name AND o.memory_user = f.memory_user "
-    "AND o.memory_id = f.memory_id AND (oi.expires_at IS NULL OR oi.expires_at > UTC_TIMESTAMP(6))"
-)
-SWEEP_PURGE_MEMORIES = (
-    f"DELETE m FROM agent_memories m JOIN lg_store_fields f ON {_MEMORY_OF_LINK} {_EXPIRED_LINKS} "
-    f"AND NOT EXISTS ({_LIVE_LINK})"
-)
-"""The TTL sweep's :func:`purge_item`: field memories of expired items that no live item links to."""
-SWEEP_PURGE_POSTINGS = f"DELETE t FROM memory_terms t JOIN lg_store_fields f ON {_TERMS_OF_LINK} {_EXPIRED_LINKS} AND {_NO_MEMORY_ROW}"
 
 
 def lock_memories(app: str, memories: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:

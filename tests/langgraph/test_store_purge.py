@@ -74,15 +74,31 @@ async def test_an_overwrite_purges_the_old_text_and_keeps_the_same_text(engine_d
         assert await keys_found(store, "second version words") == ["b"]
 
 
-async def test_the_ttl_sweep_purges_what_only_expired_items_linked(engine_db) -> None:
+async def expire(db, *keys: str) -> None:
+    async with db.engine.begin() as conn:
+        for key in keys:
+            await conn.execute(text("UPDATE lg_store_items SET expires_at = DATE_SUB(UTC_TIMESTAMP(6), INTERVAL 1 MINUTE) "
+                                    "WHERE app_name = :a AND item_key = :k"), {"a": APP, "k": key})
+
+
+@pytest.mark.parametrize("sweeper", ["store", "gc"])
+async def test_the_ttl_sweep_purges_what_only_expired_items_linked(engine_db, sweeper) -> None:
+    from adk_oceanbase.governance import RetentionPolicy, sweep
+
     async with OceanBaseStore(database=engine_db, app_name=APP, index=INDEX) as store:
-        await store.aput(("docs",), "gone", {"text": "fleeting words"}, ttl=0.001)
-        await store.aput(("docs",), "shared-gone", {"text": "lasting words"}, ttl=0.001)
+        await store.aput(("docs",), "gone", {"text": "fleeting words"}, ttl=5)
+        await store.aput(("docs",), "shared-gone", {"text": "lasting words"}, ttl=5)
         await store.aput(("docs",), "stays", {"text": "lasting words"})
-        await asyncio.sleep(0.2)  # 0.06 s of TTL on the database clock
-        assert await store.asweep_ttl() == 2
+        await expire(engine_db, "gone", "shared-gone")
+        if sweeper == "store":
+            assert await store.asweep_ttl() == 2
+        else:
+            assert (await sweep(engine_db, RetentionPolicy(), apps=[APP])).lg_store_items == 2
         assert await memories(engine_db) == 1 and await dangling_links(engine_db) == 0
         assert await keys_found(store, "lasting words") == ["stays"]
+        assert await scalar(engine_db, "SELECT COUNT(*) FROM memory_terms t WHERE t.app_name = :a AND NOT EXISTS ("
+                                       "SELECT 1 FROM agent_memories m WHERE m.app_name = t.app_name AND m.user_id = "
+                                       "t.user_id AND m.memory_id = t.memory_id)", a=APP) == 0
 
 
 async def test_a_put_whose_memory_is_purged_before_its_transaction_adds_it_again(engine_db) -> None:
