@@ -28,8 +28,12 @@ from ..errors import CheckpointTooLargeError, ConfigurationError, InvalidIdentif
 from ..validation import check_id, check_text
 
 __all__ = [
+    "CODECS",
+    "COMPRESS_FROM",
     "EMPTY",
     "Key",
+    "TYPE_LEN",
+    "WRITER",
     "check_channel",
     "check_id_of",
     "check_size",
@@ -163,9 +167,11 @@ def check_channel(channel: Any) -> str:
     return check_text("channel", channel, InvalidIdentifierError)
 
 
-def hex_of(payload: bytes | None) -> str | None:
-    """A payload as the hex text the saver's inserts ``UNHEX`` (see ``queries``: escaping bytes costs ~30x more)."""
-    return None if payload is None else payload.hex()
+def hex_of(payload: bytes | None) -> str:
+    """A payload as the hex text of the saver's ``X'...'`` literals (see ``queries``: escaping bytes costs ~30x more)."""
+    if payload is None:
+        raise InvalidValueError("the serializer returned no bytes for a value")
+    return payload.hex()
 
 
 # ---------------------------------------------------------------- compressed payloads
@@ -201,7 +207,9 @@ def _zstd_decompress(data: bytes) -> bytes:
 _WRITERS = {"zstd": _zstd_compress, "zlib": lambda data: zlib.compress(data, 1)}
 _READERS = {"zstd": _zstd_decompress, "zlib": zlib.decompress}
 WRITER = "zstd" if _zstd is not None else "zlib"
-"""The codec new payloads are written with."""
+"""The codec new payloads are written with by default."""
+CODECS = ("zstd", "zlib") if _zstd is not None else ("zlib",)
+"""The codecs this process can write."""
 
 
 def pack(vtype: str, payload: bytes | None, writer: str | None = WRITER) -> tuple[str, bytes | None]:

@@ -112,8 +112,9 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         auto_setup: bool = True,
     ) -> None:
         BaseCheckpointSaver.__init__(self, serde=serde)
-        if compression not in (None, "zstd", "zlib"):
-            raise ConfigurationError(f"compression must be 'zstd', 'zlib' or None, got {compression!r}")
+        if compression not in (None, *codec.CODECS):
+            hint = " (zstd needs the zstandard package)" if compression == "zstd" else ""
+            raise ConfigurationError(f"compression must be one of {codec.CODECS} or None, got {compression!r}{hint}")
         self.compression = compression
         self._bind_database(url, config, database, engine, auto_setup)
         self.app_name = check_id("app_name", app_name)
@@ -181,12 +182,15 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         md, run_id = codec.metadata_json(config, metadata)
         blobs = []
         for ch, version in new_versions.items():
-            btype, blob = self._dump(f"channel {ch!r}", changed[ch]) if ch in changed else (codec.EMPTY, None)
-            blobs.append({"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version),
-                          "user": user, "type": btype, "payload": codec.hex_of(blob)})
+            blob = {"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version), "user": user}
+            if ch in changed:
+                btype, data = self._dump(f"channel {ch!r}", changed[ch])
+                blobs.append((q.INSERT_BLOBS, {**blob, "type": btype, "payload": codec.hex_of(data)}))
+            else:
+                blobs.append((q.INSERT_EMPTY_BLOB, {**blob, "type": codec.EMPTY}))
         row = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "parent": parent, "user": user,
-               "run": run_id, "type": vtype, "checkpoint": payload.hex(), "metadata": md}
-        await self._write([*((q.INSERT_BLOBS, blob) for blob in blobs), (q.UPSERT_CHECKPOINT, row)])
+               "run": run_id, "type": vtype, "checkpoint": codec.hex_of(payload), "metadata": md}
+        await self._write([*blobs, (q.UPSERT_CHECKPOINT, row)])
         self._remember(thread, ns, cid, stored.get("channel_versions") or {})
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
 

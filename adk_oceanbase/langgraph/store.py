@@ -209,7 +209,8 @@ class OceanBaseStore(HomeLifecycle, DatabaseService, BaseStore):
                 await tx.batch([(COMMIT, None)])
                 return True
 
-        return await retrying(once, when=is_rerunnable, what="a store write")
+        # a put locking memory rows against a purging delete may meet it in a deadlock (the loser is rolled back)
+        return await retrying(once, when=is_rerunnable, attempts=4, what="a store write")
 
     async def _refresh(self, keys: Sequence[tuple[str, str]]) -> None:
         """Restarts the TTL of items read (``refresh_ttl``): only those that have one are passed here."""
