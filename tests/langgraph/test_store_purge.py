@@ -43,8 +43,9 @@ async def keys_found(store, query: str) -> list[str]:
     return sorted(h.key for h in await store.asearch(("docs",), query=query, limit=10) if h.score is not None)
 
 
-async def test_the_last_link_going_deletes_the_memory_and_its_postings(engine_db) -> None:
-    async with OceanBaseStore(database=engine_db, app_name=APP, index=INDEX) as store:
+@pytest.mark.parametrize("user_of", [None, lambda ns: "carol"], ids=["shared-pool", "user-pool"])
+async def test_the_last_link_going_deletes_the_memory_and_its_postings(engine_db, user_of) -> None:
+    async with OceanBaseStore(database=engine_db, app_name=APP, index=INDEX, user_of=user_of) as store:
         await store.aput(("docs",), "a", {"text": "shared tea notes"})
         await store.aput(("docs", "other"), "b", {"text": "shared tea notes"})  # same text: one memory
         assert await memories(engine_db) == 1 and await postings(engine_db) > 0
