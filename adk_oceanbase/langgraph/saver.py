@@ -11,7 +11,9 @@ pass the app's redaction policy, and writes are audited.
 
 Each write is one transaction sent in one packet (blob inserts, checkpoint
 upsert, audit row, COMMIT) on the driver connection; a ``get_tuple`` is two
-round trips (the checkpoint with its writes, then its blobs).
+round trips (the checkpoint with its writes, then its blobs).  Payloads of
+1 kB and more are stored compressed, the codec named in the row's type tag
+(:func:`.codec.pack`): the server's cost of a put grows with the bytes it stores.
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@ Items live in ``lg_store_items`` (namespace labels joined by ``"."``, the value
 as JSON text, TTL on the database clock); semantic search goes through the
 memory service's hybrid retrieval (see :mod:`.store_index`).  A batch runs
 like LangGraph's ``InMemoryStore``: its reads see the data as it was before
-the batch, then its writes apply, the last write to a key winning.
+the batch, then its writes apply, the last write to a key winning.  Its
+writes are one transaction: one round trip, two when it links field memories
+(they are locked and checked before the COMMIT, see ``_apply_puts``).
 """
 
 from __future__ import annotations
