@@ -6,8 +6,10 @@ all of it goes (checkpoints, blobs, pending writes), in batches of threads,
 each batch one transaction whose rows are locked and re-checked first, so a
 thread written meanwhile survives.  Store items whose ``expires_at`` has
 passed (the Store's own TTL, already invisible to reads) are deleted with
-their field links by every sweep of their app.  Plain SQL on the tables, so
-governance needs no LangGraph import.
+their field links by every sweep of their app, and so are the field memories
+(``agent_memories`` rows and their postings) that no live item links to any
+more (:data:`EXPIRED_PURGE`; the Store's own deletes purge the same way).
+Plain SQL on the tables, so governance needs no LangGraph import.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from ..audit import AuditEntry
 from ..engine import Database
 from ..gateway import connection, transaction
 
-__all__ = ["APPS", "sweep_store", "sweep_threads"]
+__all__ = ["APPS", "EXPIRED_PURGE", "sweep_store", "sweep_threads"]
 
 APPS = text("SELECT DISTINCT app_name FROM lg_checkpoints UNION SELECT DISTINCT app_name FROM lg_store_items")
 """Apps with LangGraph data: what a sweep without ``apps`` visits, besides the ADK ones."""
@@ -46,6 +48,29 @@ _EXPIRED_FIELDS = text(
     "DELETE f FROM lg_store_fields f JOIN lg_store_items i ON i.app_name = f.app_name AND i.namespace = f.namespace "
     "AND i.item_key = f.item_key WHERE i.app_name = :app AND i.expires_at <= UTC_TIMESTAMP(6)"
 )
+_EXPIRED_LINKS = (
+    "JOIN lg_store_items i ON i.app_name = f.app_name AND i.namespace = f.namespace AND i.item_key = f.item_key "
+    "WHERE i.app_name = :app AND i.expires_at <= UTC_TIMESTAMP(6)"
+)
+_LIVE_LINK = (
+    "SELECT 1 FROM lg_store_fields o JOIN lg_store_items oi ON oi.app_name = o.app_name AND oi.namespace = o.namespace "
+    "AND oi.item_key = o.item_key WHERE o.app_name = f.app_name AND o.memory_user = f.memory_user "
+    "AND o.memory_id = f.memory_id AND (oi.expires_at IS NULL OR oi.expires_at > UTC_TIMESTAMP(6))"
+)
+EXPIRED_PURGE = [
+    text(
+        "DELETE m FROM agent_memories m JOIN lg_store_fields f ON m.app_name = f.app_name AND m.user_id = f.memory_user "
+        f"AND m.memory_id = f.memory_id {_EXPIRED_LINKS} AND NOT EXISTS ({_LIVE_LINK})"
+    ),
+    text(
+        "DELETE t FROM memory_terms t JOIN lg_store_fields f ON t.app_name = f.app_name AND t.user_id = f.memory_user "
+        f"AND t.memory_id = f.memory_id {_EXPIRED_LINKS} AND NOT EXISTS (SELECT 1 FROM agent_memories m "
+        "WHERE m.app_name = t.app_name AND m.user_id = t.user_id AND m.memory_id = t.memory_id)"
+    ),
+]
+"""Run before the expired items' links go (``:app``): the field memories only expired items link to, then
+their postings.  A memory still linked by a live item stays; see ``langgraph.store_queries`` for the race
+with a put of the same text."""
 _EXPIRED_ITEMS = text("DELETE FROM lg_store_items WHERE app_name = :app AND expires_at <= UTC_TIMESTAMP(6)")
 
 
@@ -79,11 +104,13 @@ async def sweep_threads(
 
 
 async def sweep_store(db: Database, app: str, dry_run: bool, audit: bool) -> int:
-    """Deletes ``app``'s Store items whose TTL has passed (and their field links); returns how many items."""
+    """Deletes ``app``'s Store items whose TTL has passed (their field links, orphaned field memories); returns how many items."""
     if dry_run:
         async with connection(db) as conn:
             return int((await conn.execute(_EXPIRED_COUNT, {"app": app})).scalar() or 0)
     async with transaction(db) as conn:
+        for stmt in EXPIRED_PURGE:
+            await conn.execute(stmt, {"app": app})
         await conn.execute(_EXPIRED_FIELDS, {"app": app})
         n = (await conn.execute(_EXPIRED_ITEMS, {"app": app})).rowcount
         if audit and n:

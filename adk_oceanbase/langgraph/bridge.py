@@ -8,17 +8,22 @@ loop waits for the home loop's answer; one called on the home loop itself
 would deadlock and raises instead, naming the async method to use (as
 LangGraph's ``AsyncPostgresSaver`` does).  An async call from another loop is
 handed to the home loop and awaited.
+
+:class:`HomeLifecycle` is the opening and closing both the saver and the store
+offer on top of that (``from_url``, ``from_conn_string``, ``aclose`` /
+``close``, ``async with`` / ``with``), written once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from typing import Any, Awaitable, Callable, TypeVar
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Awaitable, Callable, Self, TypeVar
 
 from ..errors import ConfigurationError
 
-__all__ = ["Home"]
+__all__ = ["Home", "HomeLifecycle"]
 
 T = TypeVar("T")
 
@@ -85,3 +90,52 @@ class Home:
 
 async def _call(work: Callable[[], Awaitable[Any]]) -> Any:
     return await work()
+
+
+class HomeLifecycle:
+    """Opening and closing for an object whose I/O runs on its :class:`Home` (the saver and the store).
+
+    The class sets ``self._home`` and defines ``_close()``, the coroutine that
+    releases what it owns (run on the home loop, after the work in flight).
+    """
+
+    _home: Home
+
+    async def _close(self) -> None:  # pragma: no cover - every user defines it
+        raise NotImplementedError
+
+    @classmethod
+    def from_url(cls, url: str, **kwargs: Any) -> Self:
+        """One on ``url`` (nothing connects until first use)."""
+        return cls(url, **kwargs)  # type: ignore[call-arg]
+
+    @classmethod
+    @asynccontextmanager
+    async def from_conn_string(cls, url: str, **kwargs: Any) -> AsyncIterator[Self]:
+        """``async with Cls.from_conn_string(url) as obj``: closed on exit (LangGraph's savers' idiom)."""
+        obj = cls(url, **kwargs)  # type: ignore[call-arg]
+        try:
+            yield obj
+        finally:
+            await obj.aclose()
+
+    async def aclose(self) -> None:
+        """Releases the engine and embedded seekdb if this object created them (after the work in flight)."""
+        await self._home.run(self._close)
+
+    def close(self) -> None:
+        """:meth:`aclose` from synchronous code; also stops the private loop a sync first call started."""
+        self._home.run_sync(self._close, "close")
+        self._home.stop()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

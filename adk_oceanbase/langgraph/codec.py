@@ -3,22 +3,37 @@
 A checkpoint row holds the checkpoint without ``channel_values``; each value
 is a blob keyed by its channel's version (stored once per version).  Metadata
 is JSON text so ``list(filter=...)`` runs in SQL.
+
+Payloads of 1 kB and more are stored compressed (:func:`pack`), the codec
+named in the row's type tag (``zstd+msgpack``); a tag without a codec is a
+payload as the serializer wrote it, which is how every row written before
+compression reads.  Why: on seekdb a put's cost is mostly the server storing
+the message-list blob, and it scales with its bytes (a 30 kB msgpack list in
+one ``INSERT; COMMIT`` packet 1.6-2.3 ms, its 2-12 kB zstd frame 0.9-1.0 ms,
+a one-row write 0.6 ms; 2 vCPU, 2026-11-26); zstd level 1 costs 50-90 us per
+30 kB and its decompression 40-70 us.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import threading
+import zlib
 from typing import Any, Mapping, Sequence
 
 from langgraph.checkpoint.base import WRITES_IDX_MAP, get_serializable_checkpoint_metadata, writes_sort_key
 
-from ..errors import CheckpointTooLargeError, InvalidIdentifierError, InvalidValueError
+from ..errors import CheckpointTooLargeError, ConfigurationError, InvalidIdentifierError, InvalidValueError
 from ..validation import check_id, check_text
 
 __all__ = [
+    "CODECS",
+    "COMPRESS_FROM",
     "EMPTY",
     "Key",
+    "TYPE_LEN",
+    "WRITER",
     "check_channel",
     "check_id_of",
     "check_size",
@@ -28,8 +43,10 @@ __all__ = [
     "key_of",
     "metadata_json",
     "next_version",
+    "pack",
     "sorted_writes",
     "thread_of",
+    "unpack",
     "user_of",
     "write_index",
 ]
@@ -150,6 +167,69 @@ def check_channel(channel: Any) -> str:
     return check_text("channel", channel, InvalidIdentifierError)
 
 
-def hex_of(payload: bytes | None) -> str | None:
-    """A payload as the hex text the saver's inserts ``UNHEX`` (see ``queries``: escaping bytes costs ~30x more)."""
-    return None if payload is None else payload.hex()
+def hex_of(payload: bytes | None) -> str:
+    """A payload as the hex text of the saver's ``X'...'`` literals (see ``queries``: escaping bytes costs ~30x more)."""
+    if payload is None:
+        raise InvalidValueError("the serializer returned no bytes for a value")
+    return payload.hex()
+
+
+# ---------------------------------------------------------------- compressed payloads
+COMPRESS_FROM = 1024
+"""Payloads smaller than this are stored as they are (a few hundred bytes gain nothing on the server)."""
+TYPE_LEN = 32
+"""Width of the ``value_type`` columns: a tag that would not fit with its codec is stored uncompressed."""
+
+try:  # zstandard comes with langchain-core (via langsmith) and is listed in the [langgraph] extra
+    import zstandard as _zstd
+except ImportError:  # pragma: no cover - then zlib, from the standard library, writes
+    _zstd = None
+
+_local = threading.local()
+
+
+def _zstd_compress(data: bytes) -> bytes:
+    compressor = getattr(_local, "zstd", None)
+    if compressor is None:
+        compressor = _local.zstd = _zstd.ZstdCompressor(level=1)  # type: ignore[union-attr]
+    return compressor.compress(data)
+
+
+def _zstd_decompress(data: bytes) -> bytes:
+    if _zstd is None:
+        raise ConfigurationError("this checkpoint was stored zstd-compressed: pip install zstandard to read it")
+    decompressor = getattr(_local, "unzstd", None)
+    if decompressor is None:
+        decompressor = _local.unzstd = _zstd.ZstdDecompressor()
+    return decompressor.decompress(data)
+
+
+_WRITERS = {"zstd": _zstd_compress, "zlib": lambda data: zlib.compress(data, 1)}
+_READERS = {"zstd": _zstd_decompress, "zlib": zlib.decompress}
+WRITER = "zstd" if _zstd is not None else "zlib"
+"""The codec new payloads are written with by default."""
+CODECS = ("zstd", "zlib") if _zstd is not None else ("zlib",)
+"""The codecs this process can write."""
+
+
+def pack(vtype: str, payload: bytes | None, writer: str | None = WRITER) -> tuple[str, bytes | None]:
+    """``(type tag, bytes)`` as stored: compressed as ``"<codec>+<vtype>"`` when that is worth it, else unchanged.
+
+    ``writer=None`` stores every payload as it is (the layout before compression).
+    Payloads that do not shrink by a tenth (already compressed media) stay as they are.
+    """
+    if writer is None or payload is None or len(payload) < COMPRESS_FROM or len(vtype) + 5 > TYPE_LEN:
+        return vtype, payload
+    packed = _WRITERS[writer](payload)
+    if len(packed) * 10 > len(payload) * 9:
+        return vtype, payload
+    return f"{writer}+{vtype}", packed
+
+
+def unpack(tag: str, payload: Any) -> tuple[str, bytes | None]:
+    """The serializer's ``(type, bytes)`` of a stored payload, whichever way :func:`pack` stored it."""
+    data = None if payload is None else bytes(payload)
+    name, plus, vtype = tag.partition("+")
+    if plus and name in _READERS and data is not None:
+        return vtype, _READERS[name](data)
+    return tag, data

@@ -11,7 +11,9 @@ pass the app's redaction policy, and writes are audited.
 
 Each write is one transaction sent in one packet (blob inserts, checkpoint
 upsert, audit row, COMMIT) on the driver connection; a ``get_tuple`` is two
-round trips (the checkpoint with its writes, then its blobs).
+round trips (the checkpoint with its writes, then its blobs).  Payloads of
+1 kB and more are stored compressed, the codec named in the row's type tag
+(:func:`.codec.pack`): the server's cost of a put grows with the bytes it stores.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
-from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Iterator, Optional, Sequence
 
 from langchain_core.runnables import RunnableConfig
@@ -31,14 +32,14 @@ from .._lifecycle import DatabaseService
 from ..audit import AuditEntry, AuditSettings, Auditor, audited, current_entry
 from ..config import Config
 from ..engine import Database
-from ..errors import InvalidValueError, is_rerunnable
+from ..errors import ConfigurationError, InvalidValueError, is_rerunnable
 from ..gateway import retrying
 from ..rawtx import COMMIT
 from ..redaction import RedactionPolicy, redact_value
 from ..validation import check_id
 from . import codec
 from . import queries as q
-from .bridge import Home
+from .bridge import Home, HomeLifecycle
 from .writer import GroupWriter
 
 __all__ = ["OceanBaseSaver"]
@@ -65,7 +66,7 @@ def _audit(operation: str, arg: str | None = None, *, read: bool = False):
     return audited(describe)
 
 
-class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
+class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
     """LangGraph checkpointer on OceanBase/seekdb/MySQL, sharing the ADK services' database and schema.
 
     Args:
@@ -82,7 +83,10 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         audit: :class:`~adk_oceanbase.audit.AuditSettings`: one ``audit_log`` row per
             write (``lg_put``, ``lg_put_writes``, ``lg_delete_thread``, ...).
         max_value_bytes: largest serialized checkpoint, channel value or write
-            (``CheckpointTooLargeError`` beyond it; 16 MiB).
+            (``CheckpointTooLargeError`` beyond it; 16 MiB), before compression.
+        compression: ``"zstd"`` (the default when ``zstandard`` is installed),
+            ``"zlib"``, or ``None``: how payloads of 1 kB and more are stored
+            (:func:`.codec.pack`).  Rows are read whichever way they were written.
 
     A thread is tied to a user by ``configurable["user_id"]`` in the config of
     its calls (LangGraph passes the run's whole ``configurable`` to the saver):
@@ -106,9 +110,14 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
         max_value_bytes: int = 16 * 1024 * 1024,
+        compression: str | None = codec.WRITER,
         auto_setup: bool = True,
     ) -> None:
         BaseCheckpointSaver.__init__(self, serde=serde)
+        if compression not in (None, *codec.CODECS):
+            hint = " (zstd needs the zstandard package)" if compression == "zstd" else ""
+            raise ConfigurationError(f"compression must be one of {codec.CODECS} or None, got {compression!r}{hint}")
+        self.compression = compression
         self._bind_database(url, config, database, engine, auto_setup)
         self.app_name = check_id("app_name", app_name)
         self._redaction = redaction
@@ -117,41 +126,6 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         self._home = Home()
         self._writer = GroupWriter(self._commit)
         self._recent: OrderedDict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
-
-    @classmethod
-    def from_url(cls, url: str, **kwargs: Any) -> "OceanBaseSaver":
-        """A saver on ``url`` (nothing connects until first use)."""
-        return cls(url, **kwargs)
-
-    @classmethod
-    @asynccontextmanager
-    async def from_conn_string(cls, url: str, **kwargs: Any) -> AsyncIterator["OceanBaseSaver"]:
-        """``async with OceanBaseSaver.from_conn_string(url) as saver``: closed on exit (LangGraph's savers' idiom)."""
-        saver = cls(url, **kwargs)
-        try:
-            yield saver
-        finally:
-            await saver.aclose()
-
-    async def aclose(self) -> None:
-        """Releases the engine and embedded seekdb if this saver created them (after the writes in flight)."""
-        await self._home.run(self._close)
-
-    def close(self) -> None:
-        self._home.run_sync(self._close, "close")
-        self._home.stop()
-
-    async def __aenter__(self) -> "OceanBaseSaver":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> "OceanBaseSaver":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     # ------------------------------------------------------------------ helpers
     def get_next_version(self, current: Optional[str], channel: None = None) -> str:  # type: ignore[override]
@@ -162,14 +136,16 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         return values if redactor is None or not values else await redact_value(redactor, values)
 
     def _dump(self, what: str, value: Any) -> tuple[str, bytes]:
+        """The value as stored: serialized, size-checked, then compressed when that pays (:func:`.codec.pack`)."""
         vtype, payload = self.serde.dumps_typed(value)
         codec.check_size(what, payload, self.max_value_bytes)
-        return vtype, payload
+        return codec.pack(vtype, payload, self.compression)  # type: ignore[return-value]
 
     def _loads(self, typed: tuple[str, Any]) -> Any:
-        return self.serde.loads_typed((typed[0], bytes(typed[1]) if typed[1] is not None else None))
+        return self.serde.loads_typed(codec.unpack(typed[0], typed[1]))
 
     async def _close(self) -> None:
+        """What ``aclose`` / ``close`` release (:class:`.bridge.HomeLifecycle`): after the writes in flight, the engine."""
         await self._writer.idle()
         await self._release()
 
@@ -208,12 +184,15 @@ class OceanBaseSaver(DatabaseService, BaseCheckpointSaver[str]):
         md, run_id = codec.metadata_json(config, metadata)
         blobs = []
         for ch, version in new_versions.items():
-            btype, blob = self._dump(f"channel {ch!r}", changed[ch]) if ch in changed else (codec.EMPTY, None)
-            blobs.append({"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version),
-                          "user": user, "type": btype, "payload": codec.hex_of(blob)})
+            blob = {"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version), "user": user}
+            if ch in changed:
+                btype, data = self._dump(f"channel {ch!r}", changed[ch])
+                blobs.append((q.INSERT_BLOBS, {**blob, "type": btype, "payload": codec.hex_of(data)}))
+            else:
+                blobs.append((q.INSERT_EMPTY_BLOB, {**blob, "type": codec.EMPTY}))
         row = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "parent": parent, "user": user,
-               "run": run_id, "type": vtype, "checkpoint": payload.hex(), "metadata": md}
-        await self._write([*((q.INSERT_BLOBS, blob) for blob in blobs), (q.UPSERT_CHECKPOINT, row)])
+               "run": run_id, "type": vtype, "checkpoint": codec.hex_of(payload), "metadata": md}
+        await self._write([*blobs, (q.UPSERT_CHECKPOINT, row)])
         self._remember(thread, ns, cid, stored.get("channel_versions") or {})
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
 

@@ -4,16 +4,17 @@ Items live in ``lg_store_items`` (namespace labels joined by ``"."``, the value
 as JSON text, TTL on the database clock); semantic search goes through the
 memory service's hybrid retrieval (see :mod:`.store_index`).  A batch runs
 like LangGraph's ``InMemoryStore``: its reads see the data as it was before
-the batch, then its writes apply, the last write to a key winning.
+the batch, then its writes apply, the last write to a key winning.  Its
+writes are one transaction: one round trip, two when it links field memories
+(they are locked and checked before the COMMIT, see ``_apply_puts``).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from contextlib import asynccontextmanager
 from datetime import datetime, timezone
-from typing import Any, AsyncIterator, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 from google.adk.memory.memory_entry import MemoryEntry
 from google.genai import types
@@ -38,20 +39,23 @@ from .._lifecycle import DatabaseService
 from ..audit import AuditEntry, AuditSettings, Auditor, audited, current_entry
 from ..config import Config
 from ..engine import Database
-from ..errors import CheckpointTooLargeError, ConfigurationError, InvalidValueError, is_rerunnable
+from ..errors import CheckpointTooLargeError, ConfigurationError, InvalidValueError, MemoryWriteRaceError, is_rerunnable
 from ..gateway import retrying
+from ..governance.langgraph_sweep import EXPIRED_PURGE
 from ..memory import MemorySettings, OceanBaseMemoryService
 from ..rawtx import COMMIT
 from ..validation import check_id, check_text
 from . import store_index as ix
 from . import store_queries as q
-from .bridge import Home
+from .bridge import Home, HomeLifecycle
 
 __all__ = ["OceanBaseStore"]
 
 logger = logging.getLogger(__name__)
 
 NAMESPACE_LEN, KEY_LEN = 300, 255
+_RELINK_ATTEMPTS = 5
+"""Times a put adds its field memories again after concurrent deletes purged them (see ``_apply_puts``)."""
 UserOf = Callable[[tuple[str, ...]], "str | None"]
 
 
@@ -70,7 +74,7 @@ def _puts_entry(call: Any) -> AuditEntry:
     return AuditEntry("lg_store_put", call.arguments["self"].app_name)
 
 
-class OceanBaseStore(DatabaseService, BaseStore):
+class OceanBaseStore(HomeLifecycle, DatabaseService, BaseStore):
     """LangGraph long-term Store on the ADK services' database, schema and governance.
 
     Args:
@@ -143,44 +147,11 @@ class OceanBaseStore(DatabaseService, BaseStore):
                                                      settings=MemorySettings(consolidate=False))
                 self._owns_memory = True
 
-    @classmethod
-    def from_url(cls, url: str, **kwargs: Any) -> "OceanBaseStore":
-        """A store on ``url`` (nothing connects until first use)."""
-        return cls(url, **kwargs)
-
-    @classmethod
-    @asynccontextmanager
-    async def from_conn_string(cls, url: str, **kwargs: Any) -> AsyncIterator["OceanBaseStore"]:
-        """``async with OceanBaseStore.from_conn_string(url) as store``: closed on exit."""
-        store = cls(url, **kwargs)
-        try:
-            yield store
-        finally:
-            await store.aclose()
-
-    async def aclose(self) -> None:
-        await self._home.run(self._close)
-
-    def close(self) -> None:
-        self._home.run_sync(self._close, "close")
-        self._home.stop()
-
     async def _close(self) -> None:
+        """What ``aclose`` / ``close`` release (:class:`.bridge.HomeLifecycle`): our memory service, then the engine."""
         if self._owns_memory and self.memory is not None:
             await self.memory.close()
         await self._release()
-
-    async def __aenter__(self) -> "OceanBaseStore":
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    def __enter__(self) -> "OceanBaseStore":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def user_of(self, namespace: tuple[str, ...]) -> str:
         """The user ``namespace`` is tied to (``''``: none)."""
@@ -218,15 +189,30 @@ class OceanBaseStore(DatabaseService, BaseStore):
             await self._apply_puts(list(puts.values()))
         return results
 
-    async def _write(self, statements: list[tuple[Any, Any]]) -> None:
+    async def _write(self, statements: list[tuple[Any, Any]], *, locked: int = 0) -> bool:
+        """Commits ``statements`` (re-run after a deadlock); one round trip, two with ``locked``.
+
+        ``locked``: the first statement is :func:`.store_queries.lock_memories`
+        and must find that many rows; when it finds fewer, nothing is
+        committed and the answer is False.
+        """
         if (entry := current_entry()) is not None:
             statements = [*statements, (entry.insert(), None)]
 
-        async def once() -> None:
+        async def once() -> bool:
             async with self._raw_tx() as tx:
-                await tx.batch([*statements, (COMMIT, None)])
+                if not locked:
+                    await tx.batch([*statements, (COMMIT, None)])
+                    return True
+                results = await tx.batch(statements)
+                if len(results[0][1]) < locked:
+                    await tx.rollback()
+                    return False
+                await tx.batch([(COMMIT, None)])
+                return True
 
-        await retrying(once, when=is_rerunnable, what="a store write")
+        # a put locking memory rows against a purging delete may meet it in a deadlock (the loser is rolled back)
+        return await retrying(once, when=is_rerunnable, attempts=4, what="a store write")
 
     async def _refresh(self, keys: Sequence[tuple[str, str]]) -> None:
         """Restarts the TTL of items read (``refresh_ttl``): only those that have one are passed here."""
@@ -315,19 +301,26 @@ class OceanBaseStore(DatabaseService, BaseStore):
     # ------------------------------------------------------------------ writes
     @audited(_puts_entry)
     async def _apply_puts(self, puts: list[PutOp]) -> None:
-        """One transaction for the batch's items and field links, after one ``add_memory`` per memory pool."""
-        statements: list[tuple[Any, Any]] = []
+        """One transaction for the batch's items and field links, after one ``add_memory`` per memory pool.
+
+        Field memories whose last link goes (a delete, an overwrite with other
+        text) are deleted in it (:func:`.store_queries.purge_item`).  The
+        memories the batch links to are locked first and must all be there: a
+        concurrent purge may have removed one between ``add_memory`` and this
+        transaction, which is then rolled back, the memories added again and
+        the transaction re-run.
+        """
         entries: dict[str, dict[str, MemoryEntry]] = {}
         now = datetime.now(timezone.utc).replace(tzinfo=None)
+        planned: list[tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]] = []
         for op in puts:
             ns, key = _encode(op.namespace), op.key
             if not isinstance(key, str) or not key or len(key) > KEY_LEN:
                 raise InvalidValueError(f"item keys must be strings of 1 to {KEY_LEN} characters, got {key!r}")
             check_text("item key", key, InvalidValueError)
             ids = {"app": self.app_name, "ns": ns, "key": key}
-            statements.append((q.DELETE_FIELDS, ids))
             if op.value is None:
-                statements.append((q.DELETE_ITEM, ids))
+                planned.append((ids, None, []))
                 continue
             value = _value_json(op.value, self.max_value_bytes)
             user = self.user_of(op.namespace)
@@ -335,15 +328,32 @@ class OceanBaseStore(DatabaseService, BaseStore):
             ttl = None if op.ttl is None else float(op.ttl)
             if ttl is not None and not ttl > 0:
                 raise InvalidValueError(f"ttl must be a positive number of minutes, got {op.ttl!r}")
-            statements.append((q.UPSERT_ITEM, {**ids, "user": user, "value": value, "now": now, "ttl": ttl,
-                                               "fields": len(links)}))
+            row = {**ids, "user": user, "value": value, "now": now, "ttl": ttl, "fields": len(links)}
+            planned.append((ids, row, [{**ids, "user": user, **link} for link in links]))
+        linked = sorted({(link["muser"], link["mid"]) for _, _, links in planned for link in links})
+        keep = sorted({mid for _, mid in linked})
+        statements: list[tuple[Any, Any]] = [q.lock_memories(self.app_name, linked)] if linked else []
+        for ids, row, links in planned:
+            statements += q.purge_item(self.app_name, ids["ns"], ids["key"], keep)
+            statements.append((q.DELETE_FIELDS, ids))
+            if row is None:
+                statements.append((q.DELETE_ITEM, ids))
+                continue
+            statements.append((q.UPSERT_ITEM, row))
             if links:
-                statements.append((q.INSERT_FIELDS, [{**ids, "user": user, **link} for link in links]))
-        if entries and self.memory is not None:
-            for pool, memories in entries.items():
-                await self.memory.add_memory(app_name=self.app_name, user_id=pool, memories=list(memories.values()),
-                                             custom_metadata={"topics": [ix.TOPIC]})
-        await self._write(statements)
+                statements.append((q.INSERT_FIELDS, links))
+        for _ in range(_RELINK_ATTEMPTS):
+            if entries and self.memory is not None:
+                for pool, memories in entries.items():
+                    await self.memory.add_memory(app_name=self.app_name, user_id=pool, memories=list(memories.values()),
+                                                 custom_metadata={"topics": [ix.TOPIC]})
+            if await self._write(statements, locked=len(linked)):
+                break
+        else:
+            raise MemoryWriteRaceError(
+                f"the items' field memories were deleted by concurrent deletes {_RELINK_ATTEMPTS} times in a row; "
+                "nothing of this batch was stored"
+            )
         if entries and self.memory is not None:
             await self.memory.flush()  # searchable when put returns, as LangGraph's stores are
 
@@ -361,14 +371,15 @@ class OceanBaseStore(DatabaseService, BaseStore):
         return links
 
     async def asweep_ttl(self) -> int:
-        """Deletes expired items (and their field links) now; returns how many items went."""
+        """Deletes expired items (their field links, and the field memories no live item links to) now; returns how many items went."""
 
         async def sweep() -> int:
             await self._engine()
             params = {"app": self.app_name}
+            statements = [(sql, params) for sql in (*EXPIRED_PURGE, q.SWEEP_FIELDS, q.SWEEP_ITEMS)]
             async with self._raw_tx() as tx:
-                _, (count, _), _ = await tx.batch([(q.SWEEP_FIELDS, params), (q.SWEEP_ITEMS, params), (COMMIT, None)])
-            return int(count)
+                results = await tx.batch([*statements, (COMMIT, None)])
+            return int(results[3][0])
 
         return await self._home.run(sweep)
 

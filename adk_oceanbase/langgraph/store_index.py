@@ -11,11 +11,15 @@ the live items under the namespace prefix through ``lg_store_fields``.
 
 The memory id of a field is a hash of its text (normalised as the memory
 service compares contents), so two items with the same text share one memory
-row, exactly as the memory service would merge them.  Memory rows are never
-deleted when an item goes (another item may share the text; a memory
-tombstone would also block the text from coming back): an item's
-``lg_store_fields`` rows go with it, so a search no longer reaches it, and the
-orphaned memory rows are removed with the user's data (``delete_user_data``).
+row, exactly as the memory service would merge them.  When an item's links go
+(a delete, an overwrite with other text, its TTL), the memories no other item
+links to are deleted in the same transaction, rows and postings, for real: the
+memory service's ``delete_memory`` would leave a tombstone, which keeps the
+text from being stored again, and an item with that text may come back
+(:func:`.store_queries.purge_item`; a put of the same text racing the delete
+locks the memory rows it links and adds them again if they went).  The rows
+are the memory service's, deleted by their keys, as retention and erasure
+delete them (``governance``): the service has no public hard delete.
 """
 
 from __future__ import annotations

@@ -22,6 +22,8 @@ __all__ = [
     "field_links",
     "get_items",
     "list_namespaces",
+    "lock_memories",
+    "purge_item",
     "search_items",
     "under",
     "unindexed_items",
@@ -60,6 +62,63 @@ SWEEP_FIELDS = (
     "AND i.item_key = f.item_key WHERE i.app_name = %(app)s AND i.expires_at <= UTC_TIMESTAMP(6)"
 )
 SWEEP_ITEMS = "DELETE FROM lg_store_items WHERE app_name = %(app)s AND expires_at <= UTC_TIMESTAMP(6)"
+
+
+# ---------------------------------------------------------------- purging field memories
+# When an item's field links go (delete, overwrite, TTL sweep), the field memories no other item
+# links to are deleted for real, with their lexical postings, in the same transaction, before the
+# links: a tombstone (the memory service's delete_memory) would keep the text from ever being
+# indexed again when an item with it comes back.  Race with a put of the same text by another
+# item: the put locks the memory rows its links name (lock_memories) before it writes them and
+# rolls back if one is gone; these DELETEs lock the rows they remove.  Whichever locks first, the
+# other sees its outcome: a put committed first left a link, which the NOT EXISTS below sees (a
+# locking read inside DML on InnoDB at REPEATABLE READ, a re-run after the lock wait on OceanBase);
+# a purge committed first left no row, and the put adds the memory again and retries.
+# The TTL sweep's form is governance.langgraph_sweep.EXPIRED_PURGE (retention runs it too).
+_OTHER_LINK = (
+    "SELECT 1 FROM lg_store_fields o WHERE o.app_name = f.app_name AND o.memory_user = f.memory_user "
+    "AND o.memory_id = f.memory_id AND (o.namespace <> f.namespace OR o.item_key <> f.item_key)"
+)
+_MEMORY_OF_LINK = "m.app_name = f.app_name AND m.user_id = f.memory_user AND m.memory_id = f.memory_id"
+_TERMS_OF_LINK = "t.app_name = f.app_name AND t.user_id = f.memory_user AND t.memory_id = f.memory_id"
+_NO_MEMORY_ROW = (
+    "NOT EXISTS (SELECT 1 FROM agent_memories m WHERE m.app_name = t.app_name AND m.user_id = t.user_id "
+    "AND m.memory_id = t.memory_id)"
+)
+_ITEM_LINKS = "f.app_name = %(app)s AND f.namespace = %(ns)s AND f.item_key = %(key)s"
+
+
+
+def purge_item(app: str, ns: str, key: str, keep: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Deletes the field memories of one item's links that no other item links to, then their postings.
+
+    Run before ``DELETE_FIELDS``.  ``keep``: memory ids the same batch links
+    (again) to, which stay whoever else links to them.
+    """
+    params: dict[str, Any] = {"app": app, "ns": ns, "key": key}
+    spare = ""
+    if keep:
+        names = []
+        for i, mid in enumerate(keep):
+            params[f"keep{i}"] = mid
+            names.append(f"%(keep{i})s")
+        spare = f" AND f.memory_id NOT IN ({', '.join(names)})"
+    memories = (f"DELETE m FROM agent_memories m JOIN lg_store_fields f ON {_MEMORY_OF_LINK} "
+                f"WHERE {_ITEM_LINKS}{spare} AND NOT EXISTS ({_OTHER_LINK})")
+    postings = f"DELETE t FROM memory_terms t JOIN lg_store_fields f ON {_TERMS_OF_LINK} WHERE {_ITEM_LINKS}{spare} AND {_NO_MEMORY_ROW}"
+    return [(memories, params), (postings, params)]
+
+
+def lock_memories(app: str, memories: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
+    """Locks the field memories ``(memory_user, memory_id)`` a put links to; the rows found are the ones still there."""
+    params: dict[str, Any] = {"app": app}
+    rows = []
+    for i, (user, mid) in enumerate(memories):
+        params[f"u{i}"], params[f"m{i}"] = user, mid
+        rows.append(f"(%(u{i})s, %(m{i})s)")
+    sql = (f"SELECT user_id, memory_id FROM agent_memories WHERE app_name = %(app)s "
+           f"AND (user_id, memory_id) IN ({', '.join(rows)}) FOR UPDATE")
+    return sql, params
 
 
 def _like(prefix: str) -> str:
