@@ -69,18 +69,21 @@ async def test_sync_api_from_a_thread(engine_db) -> None:
 
 async def test_a_users_namespaces_are_erased_with_their_field_memories(engine_db) -> None:
     store = OceanBaseStore(database=engine_db, app_name="lgs", index=INDEX, user_of=lambda ns: ns[1])
-    await store.aput(("memories", "carol"), "m1", {"text": "carol likes green tea"})
-    await store.aput(("memories", "dave"), "m1", {"text": "dave likes black coffee"})
-    assert [h.key for h in await store.asearch(("memories", "carol"), query="green tea")] == ["m1"]
-    assert await rows(engine_db, "SELECT user_id, COUNT(*) FROM agent_memories WHERE app_name = 'lgs' "
-                                 "GROUP BY user_id ORDER BY user_id") == [("carol", 1), ("dave", 1)]
-    counts = await delete_user_data(engine_db, "lgs", "carol")
-    assert counts["lg_store_items"] == 1 and counts["lg_store_fields"] == 1 and counts["agent_memories"] == 1
-    assert await store.aget(("memories", "carol"), "m1") is None
-    assert await store.asearch(("memories", "carol"), query="green tea") == []
-    assert (await store.aget(("memories", "dave"), "m1")).value == {"text": "dave likes black coffee"}
-    with pytest.raises(InvalidIdentifierError):
-        await store.aput(("memories", "eve "), "m1", {"text": "x"})
+    try:
+        await store.aput(("memories", "carol"), "m1", {"text": "carol likes green tea"})
+        await store.aput(("memories", "dave"), "m1", {"text": "dave likes black coffee"})
+        assert [h.key for h in await store.asearch(("memories", "carol"), query="green tea")] == ["m1"]
+        assert await rows(engine_db, "SELECT user_id, COUNT(*) FROM agent_memories WHERE app_name = 'lgs' "
+                                     "GROUP BY user_id ORDER BY user_id") == [("carol", 1), ("dave", 1)]
+        counts = await delete_user_data(engine_db, "lgs", "carol")
+        assert counts["lg_store_items"] == 1 and counts["lg_store_fields"] == 1 and counts["agent_memories"] == 1
+        assert await store.aget(("memories", "carol"), "m1") is None
+        assert await store.asearch(("memories", "carol"), query="green tea") == []
+        assert (await store.aget(("memories", "dave"), "m1")).value == {"text": "dave likes black coffee"}
+        with pytest.raises(InvalidIdentifierError):
+            await store.aput(("memories", "eve "), "m1", {"text": "x"})
+    finally:
+        await store.aclose()
 
 
 async def test_from_conn_string_opens_and_closes(engine_migrated_url) -> None:
