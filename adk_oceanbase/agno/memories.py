@@ -8,10 +8,14 @@ namespace) and its user: content, topics, the user, then Agno's own fields
 * the ADK memory service of the same app and user finds Agno's memories
   (``search_memory``, ``preload_memory``), and Agno lists and recalls what
   the ADK service stored (turns, ``add_memory`` facts), by design;
-* ``get_user_memories(search_content=...)`` for one user is this project's
-  hybrid retrieval (:meth:`OceanBaseMemoryService.search`: vector + BM25 +
-  recency + ...), best first, ``topics`` passed as its filter; Agno's SQL
-  databases match a substring instead;
+* ``get_user_memories(search_content=...)`` is Agno's contract: a
+  case-insensitive substring, every filter held, sorted, paged and counted.
+  Agno calls it from one place, AgentOS's memory page ("fuzzy search within
+  memory content", sorted by ``updated_at``, with a total for its pager); a
+  ranked list there would ignore the sort and could not count pages.
+  Relevance is :meth:`search_user_memories`: this project's hybrid retrieval
+  (:meth:`OceanBaseMemoryService.search`: vector + BM25 + recency + ...), best
+  first, ``topics`` passed as its filter;
 * every write locks the user's erasure/opt-out guard row
   (:mod:`adk_oceanbase.governance.guard`) like the memory service's own: an
   opted-out user's memories are not stored (``upsert_user_memory`` returns
@@ -228,11 +232,15 @@ class MemoriesMixin(AgnoCore):
         sort_order: str | None = None,
         deserialize: bool | None = True,
     ) -> Any:
-        """The memories matching every filter; with ``search_content`` and a user, ranked by hybrid retrieval."""
+        """The memories matching every filter, ``search_content`` a case-insensitive substring (as Agno's SQL databases).
+
+        One statement: without ``deserialize`` the total rides on each row
+        (``COUNT(*) OVER ()``) instead of a second scan of the user's rows
+        (an empty page has no rows to carry it, and Agno answers ``([], 0)``
+        there too); with it, nothing is counted and an unsorted page stops
+        at its ``limit``-th match.
+        """
         validate_pagination(limit, page)
-        if search_content is not None and user_id is not None and search_content.strip():
-            rows = await self._search(self._id("user_id", user_id), search_content, topics, agent_id, team_id, limit, page)
-            return [UserMemory.from_dict(r) for r in rows] if deserialize else (rows, len(rows))
         stmt = select(*_COLUMNS).where(*self._live())
         if user_id is not None:
             stmt = stmt.where(M.c.user_id == self._id("user_id", user_id))
@@ -244,47 +252,39 @@ class MemoriesMixin(AgnoCore):
             stmt = stmt.where(func.json_contains(M.c.topics, dumps(topic)) == 1)
         if search_content is not None:
             stmt = stmt.where(func.lower(M.c.content).contains(search_content.lower(), autoescape=True))
+        if not deserialize:
+            stmt = stmt.add_columns(func.count().over().label("total"))
         col = {"memory": M.c.content, "updated_at": _updated_at(), "created_at": M.c.created_at,
                "user_id": M.c.user_id, "memory_id": M.c.memory_id}.get(sort_by or "", None)
-        listing = stmt
         if col is not None:
-            listing = stmt.order_by(col.asc() if sort_order == "asc" else col.desc())
-        listing = paged(listing, limit, page)
-
-        async def read(conn: Any) -> tuple[list[dict[str, Any]], int]:
-            rows = [_as_dict(r) for r in (await conn.execute(listing)).all()]
-            total = len(rows) if deserialize or not rows else int((await conn.execute(page_of(stmt))).scalar() or 0)
-            return rows, total
-
-        rows, total = await self._read(read)
-        return [UserMemory.from_dict(r) for r in rows] if deserialize else (rows, total)
+            stmt = stmt.order_by(col.asc() if sort_order == "asc" else col.desc())
+        found = await self._read(lambda conn: _all(conn, paged(stmt, limit, page)))
+        rows = [_as_dict(r) for r in found]
+        if deserialize:
+            return [UserMemory.from_dict(r) for r in rows]
+        return rows, int(found[0].total) if found else 0
 
     async def search_user_memories(
         self, query: str, *, user_id: str, topics: list[str] | None = None, limit: int | None = None
     ) -> list[UserMemory]:
-        """The user's memories most relevant to ``query`` by hybrid retrieval, best first (an addition to ``BaseDb``)."""
-        rows = await self._search(self._id("user_id", user_id), query, topics, None, None, limit, None)
-        return [UserMemory.from_dict(r) for r in rows]
+        """The user's memories most relevant to ``query`` by hybrid retrieval, best first (an addition to ``BaseDb``).
 
-    async def _search(
-        self, user: str, query: str, topics: list[str] | None, agent_id: str | None, team_id: str | None,
-        limit: int | None, page: int | None,
-    ) -> list[dict[str, Any]]:
-        want = (limit or self._memory.settings.top_k) * (page or 1)
-        hits = await self._memory.search(self.app_name, user, query, top_k=want,
+        Where an Agno application asks for relevance (Agno's own
+        ``MemoryManager`` asks a model instead, over every memory): the memory
+        service's search, ``topics`` passed as its filter and then all
+        required, as Agno's topic filters are.
+        """
+        user = self._id("user_id", user_id)
+        hits = await self._memory.search(self.app_name, user, query, top_k=limit or self._memory.settings.top_k,
                                          filters={"topics": list(topics)} if topics else None)
         ids = [h.memory_id for h in hits]
         if not ids:
             return []
         stmt = select(*_COLUMNS).where(*self._live(), M.c.user_id == user, M.c.memory_id.in_(ids))
         found = {r.memory_id: _as_dict(r) for r in await self._read(lambda conn: _all(conn, stmt))}
-        rows = [found[i] for i in ids if i in found]
-        # Agno's filters hold together (every topic, the agent, the team); the retriever's topic filter is "any".
-        rows = [r for r in rows if set(topics or ()) <= set(r["topics"])
-                and (agent_id is None or r["agent_id"] == agent_id) and (team_id is None or r["team_id"] == team_id)]
-        if limit is not None:
-            rows = rows[(page or 1) * limit - limit:(page or 1) * limit]
-        return rows
+        # the retriever's topic filter is "any"; Agno's filters hold together
+        return [UserMemory.from_dict(found[i]) for i in ids
+                if i in found and set(topics or ()) <= set(found[i]["topics"])]
 
     async def get_all_memory_topics(self, user_id: str | None = None) -> list[str]:
         stmt = select(M.c.topics).where(*self._live(), M.c.topics.is_not(None))

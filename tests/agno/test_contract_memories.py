@@ -85,17 +85,36 @@ async def test_deletes_and_clear(both):
     assert shape(ours) == shape(ref)
 
 
-async def test_search_content_for_a_user_is_hybrid_retrieval_with_topic_filters(ours):
-    facts = [("m1", "My sister works at the hospital in Porto", ["family"]),
-             ("m2", "I drive a blue bicycle to work", ["transport"]),
-             ("m3", "My sister Ana plays the cello", ["family", "music"]),
-             ("m4", "Dinner was pasta yesterday", ["food"])]
-    await ours.upsert_memories([mem(mid, text, topics=t) for mid, text, t in facts])
+FACTS = [("m1", "My sister works at the hospital in Porto", ["family"], 40),
+         ("m2", "I drive a blue bicycle to work", ["transport"], 30),
+         ("m3", "My Sister Ana plays the cello", ["family", "music"], 20),
+         ("m4", "Dinner was pasta yesterday", ["food"], 10)]
+
+
+async def test_search_content_for_a_user_is_agnos_substring_sorted_paged_and_counted(both):
+    """AgentOS's memory search box: a substring of the content, the page it asked for, the total for its pager."""
+    now = int(time.time())
+    await both("upsert_memories", [mem(mid, text, topics=t, created=now - age) for mid, text, t, age in FACTS])
+    cases = [dict(search_content="SISTER", sort_by="created_at", sort_order="desc"),
+             dict(search_content="sister", sort_by="updated_at", sort_order="asc", limit=1, page=2),
+             dict(search_content="sister", topics=["music"]),
+             dict(search_content="sister at the hospital?"),  # words of m1, not a substring of it: nothing
+             dict(search_content="work", agent_id="a1", sort_by="memory", sort_order="asc", limit=5),
+             dict(search_content="sister", limit=1, page=9)]  # past the last page
+    for kw in cases:
+        ref, ours = await both("get_user_memories", user_id="u1", **kw)
+        assert [m.memory_id for m in ours] == [m.memory_id for m in ref], kw
+        ref, ours = await both("get_user_memories", user_id="u1", deserialize=False, **kw)
+        assert [m["memory_id"] for m in ours[0]] == [m["memory_id"] for m in ref[0]] and ours[1] == ref[1], kw
+
+
+async def test_search_user_memories_is_hybrid_retrieval_with_topic_filters(ours):
+    await ours.upsert_memories([mem(mid, text, topics=t) for mid, text, t, _ in FACTS])
     await ours.memory_service.flush()  # embedded: the semantic half joins the lexical one
-    # not a substring of any memory: Agno's SQL databases find nothing, retrieval ranks by the words
-    found = await ours.get_user_memories(user_id="u1", search_content="sister at the hospital?", limit=2)
+    # not a substring of any memory: retrieval ranks by the words
+    found = await ours.search_user_memories("sister at the hospital?", user_id="u1", limit=2)
     assert found[0].memory_id == "m1" and len(found) <= 2
-    only_music = await ours.get_user_memories(user_id="u1", search_content="sister", topics=["music"])
+    only_music = await ours.search_user_memories("sister", user_id="u1", topics=["music"])
     assert [m.memory_id for m in only_music] == ["m3"]
     ranked = await ours.search_user_memories("bicycle", user_id="u1", limit=1)
     assert [m.memory_id for m in ranked] == ["m2"]
