@@ -108,6 +108,15 @@ async def test_search_content_for_a_user_is_agnos_substring_sorted_paged_and_cou
         assert [m["memory_id"] for m in ours[0]] == [m["memory_id"] for m in ref[0]] and ours[1] == ref[1], kw
 
 
+async def test_memories_with_the_same_text_stay_two_memories_once_embedded(both):
+    """Agno's databases never merge memories: its MemoryManager updates and deletes them by id."""
+    same = "The user drinks green tea every morning"
+    await both("upsert_memories", [mem("m1", same), mem("m2", same), mem("m3", same + " at home")])
+    await both.db.memory_service.flush()  # the vectorizer has stored the vectors: where near-duplicates would merge
+    ref, ours = await both("get_user_memories", user_id="u1", sort_by="memory_id", sort_order="asc")
+    assert [m.memory_id for m in ours] == [m.memory_id for m in ref] == ["m1", "m2", "m3"]
+
+
 async def test_search_user_memories_is_hybrid_retrieval_with_topic_filters(ours):
     await ours.upsert_memories([mem(mid, text, topics=t) for mid, text, t, _ in FACTS])
     await ours.memory_service.flush()  # embedded: the semantic half joins the lexical one
