@@ -152,3 +152,31 @@ async def test_guards_opt_out_taint_and_limits(ours):
     with pytest.raises(InvalidIdentifierError):
         await ours.upsert_user_memory(mem("m" * 65, "id too long for agent_memories"))
     assert await ours.get_user_memories(user_id="u1") == []
+
+
+async def test_listing_reads_the_users_key_range_not_the_embed_status_index(ours):
+    """Right after a load (no statistics yet) OceanBase read every app's rows through ``ix_memories_embed_status``
+    for ``embed_status <> 'deleted'``: the listing names that index off (``MemoriesMixin._select_live``)."""
+    from sqlalchemy import event, text
+
+    await ours.upsert_memories([mem(f"m{i}", f"fact {i} about tea") for i in range(30)])
+    seen: list[tuple[str, object]] = []
+    engine = ours.database.engine.sync_engine
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "agent_memories" in statement and "LIKE" in statement:
+            seen.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        await ours.get_user_memories(user_id="u1", search_content="tea", sort_by="updated_at", deserialize=False)
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert len(seen) == 1
+    statement, parameters = seen[0]
+    async with ours.database.engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        async with raw.driver_connection.cursor() as cursor:
+            await cursor.execute("EXPLAIN " + statement, parameters)
+            plan = " ".join(str(cell) for row in await cursor.fetchall() for cell in row)
+    assert "ix_memories_embed_status" not in plan, plan
