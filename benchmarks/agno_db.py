@@ -11,12 +11,17 @@ Agno's synchronous ``BaseDb`` API (what ``Agent.run`` calls; ours is
 * (``ours`` is ``OceanBaseAgnoDb``; ``ours_async`` the same database as
   ``AsyncOceanBaseAgnoDb`` awaited on the caller's own loop, as ``Agent.arun``
   uses it: the difference is the sync facade's hop to its loop thread);
-* memory search at ``--memories`` memories of one user:
-  ``get_user_memories(user_id=, search_content=, limit=10)``.  The same call,
-  not the same work: Agno's databases match a substring (``LIKE %q%``, a scan
-  of the user's rows), ours runs the hybrid retrieval (BM25 over the user's
-  postings + vector + recency ...).  The query words are drawn from the
-  memories, so both find something.
+* loading ``--memories`` memories of one user with ``upsert_memories`` by
+  500 (the call the caller waits for; batches interleaved across systems),
+  then, for ours, the time until every vector is stored (``flush``);
+* memory search at that size: ``get_user_memories(user_id=,
+  search_content=, limit=10)`` (the call timed here before) and AgentOS's
+  memory page (the same with ``sort_by="updated_at"``, a page of 20 and the
+  total, ``deserialize=False``): a case-insensitive substring on every
+  system (Agno's contract); and ours' relevance search,
+  ``search_user_memories`` (the hybrid retrieval: BM25 over the user's
+  postings + vector + recency ...), which Agno's databases do not have.
+  The query words are drawn from the memories, so all find something.
 
 Ours and ``MySQLDb`` each get a database of their own on one seekdb server
 started here (or ``--url``, a MySQL-protocol server: ``root@host:port``);
@@ -72,10 +77,8 @@ def make_session(sid: str, runs: list[Any]) -> Any:
                         runs=runs, created_at=int(time.time()))
 
 
-def setup_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]:
-    """Stores the sessions (10 and 200 runs each) and the searched user's memories; returns what the timing needs."""
-    from agno.db.schemas.memory import UserMemory
-
+def setup_sessions(db: Any, args: argparse.Namespace) -> dict[str, Any]:
+    """Stores the sessions (10 and 200 runs each); returns what the timing needs."""
     rng = random.Random(7)  # the same data for every system
     state: dict[str, Any] = {"db": db, "sessions": {}}
     for size in (10, 200):
@@ -87,21 +90,51 @@ def setup_system(name: str, db: Any, args: argparse.Namespace) -> dict[str, Any]
             for i, r in enumerate(runs):
                 db.upsert_run(r, session_id=sid, user_id="u1", run_index=i)
             state["sessions"][size].append(make_session(sid, runs))
-    t0 = time.perf_counter()
-    batch = []
-    for i in range(args.memories):
-        text = " ".join(rng.choice(WORDS) for _ in range(12)) + f" (note {i})"
-        batch.append(UserMemory(memory_id=f"m{i}", memory=text, user_id="mu", topics=[rng.choice(WORDS)]))
-        if len(batch) == 500:
-            db.upsert_memories(batch)
-            batch = []
-    if batch:
-        db.upsert_memories(batch)
-    if hasattr(db, "memory_service"):
-        db.call(db.memory_service.flush())  # embeddings stored before timing search
-    state["load_memories_s"] = time.perf_counter() - t0
     state["next_run"] = 1000
     return state
+
+
+def memory_batches(args: argparse.Namespace) -> list[list[Any]]:
+    """The searched user's memories in ``upsert_memories`` batches of 500 (the same for every system)."""
+    from agno.db.schemas.memory import UserMemory
+
+    rng = random.Random(8)
+    texts = [" ".join(rng.choice(WORDS) for _ in range(12)) + f" (note {i})" for i in range(args.memories)]
+    topics = [rng.choice(WORDS) for _ in range(args.memories)]
+    return [[UserMemory(memory_id=f"m{i}", memory=texts[i], user_id="mu", topics=[topics[i]])
+             for i in range(k, min(k + 500, args.memories))] for k in range(0, args.memories, 500)]
+
+
+def load_memories(states: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """``upsert_memories`` batch by batch on every system in turn (the order rotating), timed per call.
+
+    What a caller waits for is the call: ours returns once the rows and
+    their postings are committed (found by ``search_content`` and BM25 at
+    once) and embeds in the background.  Then, for ours, the time until the
+    vectorizer has stored every vector (``flush``): when the semantic half
+    of ``search_user_memories`` sees all of them.
+    """
+    batches = [memory_batches(args) for _ in states]  # fresh objects per system: Agno sets ids on them
+    names = list(states)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for n in range(len(batches[0])):
+        for name in names[n % len(names):] + names[:n % len(names)]:
+            batch = batches[names.index(name)][n]
+            t0 = time.perf_counter()
+            states[name]["db"].upsert_memories(batch)
+            samples[name].append(time.perf_counter() - t0)
+    out: dict[str, dict[str, Any]] = {}
+    for name in names:
+        out[name] = {"load_memories_s": sum(samples[name]), "upsert_memories_500": summarize(samples[name])}
+    for name in names:
+        db = states[name]["db"]
+        if hasattr(db, "memory_service"):
+            t0 = time.perf_counter()
+            db.call(db.memory_service.flush())
+            out[name]["embedded_after_load_s"] = time.perf_counter() - t0
+    print("upsert_memories_500", {n: round(out[n]["upsert_memories_500"]["p50_ms"], 1) for n in names},
+          {n: round(out[n].get("embedded_after_load_s", 0), 1) for n in names}, flush=True)
+    return out
 
 
 def operations(size_rng: random.Random) -> dict[str, Callable[[dict[str, Any], Any], Callable[[], Any]]]:
@@ -134,8 +167,21 @@ def operations(size_rng: random.Random) -> dict[str, Callable[[dict[str, Any], A
         query = " ".join(random.Random(pick[0]).sample(WORDS, 2))
         return lambda: st["db"].get_user_memories(user_id="mu", search_content=query, limit=10)
 
+    def search_page(st: dict[str, Any], pick: Any) -> Callable[[], Any]:
+        """AgentOS's memory page: the search box, newest first, a page of 20 and the total for the pager."""
+        query = random.Random(pick[0]).choice(WORDS)
+        return lambda: st["db"].get_user_memories(user_id="mu", search_content=query, limit=20, page=1,
+                                                  sort_by="updated_at", sort_order="desc", deserialize=False)
+
+    def relevance(st: dict[str, Any], pick: Any) -> Callable[[], Any] | None:
+        if not hasattr(st["db"], "search_user_memories"):
+            return None  # Agno's databases have no relevance search (its MemoryManager asks a model)
+        query = " ".join(random.Random(pick[0]).sample(WORDS, 2))
+        return lambda: st["db"].search_user_memories(query, user_id="mu", limit=10)
+
     return {"upsert_session_10": upsert(10), "get_session_10": get(10), "upsert_session_200": upsert(200),
-            "get_session_200": get(200), "upsert_run": append_run, "memory_search": search}
+            "get_session_200": get(200), "upsert_run": append_run, "memory_search": search,
+            "memory_search_page": search_page, "search_user_memories": relevance}
 
 
 def time_interleaved(states: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -150,13 +196,16 @@ def time_interleaved(states: dict[str, dict[str, Any]], args: argparse.Namespace
             order = names[n % len(names):] + names[:n % len(names)]
             for name in order:
                 call = make(states[name], pick)
+                if call is None:
+                    continue
                 t0 = time.perf_counter()
                 call()
                 if n >= 3:  # warm-up
                     samples[name].append(time.perf_counter() - t0)
         for name in states:
-            out[name][op] = summarize(samples[name])
-        print(op, {name: round(out[name][op]["p50_ms"], 2) for name in states}, flush=True)
+            if samples[name]:
+                out[name][op] = summarize(samples[name])
+        print(op, {name: round(out[name][op]["p50_ms"], 2) for name in states if op in out[name]}, flush=True)
     return out
 
 
@@ -235,12 +284,14 @@ def main() -> None:
                 db = open_system(name, host, port, tmp, args)
                 opened.append(db)
                 t0 = time.perf_counter()
-                states[name] = setup_system(name, db, args)
-                results[name] = {"setup_s": time.perf_counter() - t0, "load_memories_s": states[name]["load_memories_s"]}
+                states[name] = setup_sessions(db, args)
+                results[name] = {"setup_sessions_s": time.perf_counter() - t0}
             except Exception as exc:  # noqa: BLE001 - record why a system could not run, keep the others
                 results[name] = {"error": f"{type(exc).__name__}: {exc}"[:2000], "traceback": traceback.format_exc()[-4000:]}
                 print(f"{name}: FAILED {results[name]['error']}", flush=True)
         try:
+            for name, loaded in load_memories(states, args).items():
+                results[name].update(loaded)
             for name, timings in time_interleaved(states, args).items():
                 results[name].update(timings)
         finally:
@@ -249,7 +300,8 @@ def main() -> None:
                     db.close()
                 except Exception:  # noqa: BLE001
                     pass
-    ops = ("upsert_session_10", "get_session_10", "upsert_session_200", "get_session_200", "upsert_run", "memory_search")
+    ops = ("upsert_session_10", "get_session_10", "upsert_session_200", "get_session_200", "upsert_run", "memory_search",
+           "memory_search_page", "search_user_memories", "upsert_memories_500")
     print("\n| operation | " + " | ".join(results) + " |")
     print("|---|" + "---|" * len(results))
     for op in ops:
@@ -258,6 +310,8 @@ def main() -> None:
             s = r.get(op)
             cells.append("n/a" if not s else f"{s['p50_ms']:.2f} / {s['p95_ms']:.2f}")
         print(f"| {op} (p50 / p95 ms) | " + " | ".join(cells) + " |")
+    for key in ("load_memories_s", "embedded_after_load_s"):
+        print(f"| {key} | " + " | ".join(f"{r[key]:.1f}" if key in r else "n/a" for r in results.values()) + " |")
     write_json(args.out, {"environment": env, "results": results})
     print(f"wrote {args.out}")
 

@@ -187,3 +187,17 @@ async def test_both_engines_score_full_text_identically(database, mariadb_databa
         finally:
             await service.close()
     assert got[0] == got[1] and all(got[0].values())
+
+
+async def test_postings_of_awkward_terms_arrive_whole(svc, db):
+    """The postings travel as one JSON list (``postings.insert_postings_json``): quotes, backslashes,
+    JSON's own escapes, characters outside the BMP and terms cut at ``MAX_TERM_CHARS`` come out as written."""
+    awkward = ['it\'s "quoted" \\back\\slash\\ 100% _under_ $[0] {"k": [1]}', "emoji 😀🎻 and ZWJ 👩‍🔬 plus tab\there",
+               "ü é ñ ß straße Ærø", "x" * (MAX_TERM_CHARS + 9) + " " + "é" * (MAX_TERM_CHARS + 1), "寿司が好き 😀"]
+    await svc.add_memory(app_name=APP, user_id=USER, memories=[
+        MemoryEntry(id=f"a{i}", author="user", timestamp=START.isoformat(),
+                    content=types.Content(parts=[types.Part.from_text(text=t)])) for i, t in enumerate(awkward)])
+    await postings_match_rows(db)
+    async with db.engine.connect() as conn:
+        terms = {r[0] for r in (await conn.execute(text("SELECT term FROM memory_terms"))).all()}
+    assert {"straße", "ærø", "寿司", "x" * MAX_TERM_CHARS} <= terms

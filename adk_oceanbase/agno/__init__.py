@@ -3,8 +3,9 @@
 Needs the ``agno`` extra (``pip install 'adk-oceanbase[agno]'``).  Sessions,
 runs, metrics, evals, knowledge, learnings, traces and spans live in the
 ``agno_ob_*`` tables of the Alembic chain; user memories are rows of
-``agent_memories``, searched by the memory service's hybrid retrieval and
-shared with the ADK memory service of the same app and user.
+``agent_memories``, shared with the ADK memory service of the same app and
+user and searched for relevance by its hybrid retrieval
+(``search_user_memories``).
 """
 
 try:

@@ -9,6 +9,7 @@ through :class:`~adk_oceanbase._lifecycle.DatabaseService` and so through
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -124,8 +125,12 @@ class AgnoCore(DatabaseService):
         self._redaction = redaction
         self._auditor = Auditor(audit)
         self._owns_memory = memory is None
+        # consolidate=False: Agno's databases never merge memories (its MemoryManager updates and deletes
+        # them by id, so a merged-away id would vanish from under it), and the merge check was a vector
+        # query per memory in the vectorizer, most of a bulk load's time to searchable (issue 28).
+        settings = dataclasses.replace(memory_settings or MemorySettings(), consolidate=False)
         self._memory = memory or OceanBaseMemoryService(
-            database=self._db, embedder=embedder, settings=memory_settings, redaction=redaction, audit=audit,
+            database=self._db, embedder=embedder, settings=settings, redaction=redaction, audit=audit,
             auto_setup=auto_setup,
         )
 

@@ -71,7 +71,10 @@ class AsyncOceanBaseAgnoDb(SessionsMixin, RunsMixin, MemoriesMixin, RecordsMixin
         app_name: the namespace of every row (``"agno"``): the ADK services see these memories under this app.
         config / database / engine: as for the ADK services (``database=`` shares one engine and seekdb process).
         memory: an :class:`OceanBaseMemoryService` to share (its database, embedder, settings); not closed here.
-        embedder / memory_settings: for the memory service made here (default MiniLM, like the ADK service).
+            Give it ``MemorySettings(consolidate=False)``: its vectorizer would otherwise merge near-duplicate
+            memories, and a merged-away Agno memory vanishes from Agno's view.
+        embedder / memory_settings: for the memory service made here (default MiniLM, like the ADK service);
+            ``consolidate`` is always off there (Agno's databases never merge memories).
         redaction / audit: as for the ADK services.
         auto_setup: create the schema on first use of an empty database.
         id: Agno's database id; default derived from the URL (without password) and ``app_name``.

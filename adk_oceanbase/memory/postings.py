@@ -48,6 +48,7 @@ so that estimate is the floor here.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any, Sequence
 
@@ -69,6 +70,7 @@ __all__ = [
     "delete_postings",
     "index_memories",
     "insert_postings",
+    "insert_postings_json",
 ]
 
 P = "memory_terms"
@@ -83,6 +85,24 @@ def insert_postings() -> TextClause:
     return text(
         f"INSERT INTO {P} (app_name, user_id, term, memory_id, tf, doc_len) "
         "VALUES (:app, :user, :term, :memory_id, :tf, :doc_len)"
+    )
+
+
+def insert_postings_json() -> TextClause:
+    """Many postings of one user in one statement: ``:rows`` is a JSON list of ``[term, memory_id, tf, doc_len]``.
+
+    One bound string instead of six parameters a posting: a bulk load's
+    8,000 postings (500 memories) were 55k values for the driver to escape
+    one by one; the server expands the list with ``JSON_TABLE`` (MariaDB
+    10.6, MySQL 8.0.4, OceanBase 4.x).  Insert of 8,000 postings on seekdb
+    at load 10: 163-376 ms against 388-1,298 ms as an executemany (raw
+    pymysql, 2026-11-26).  ``utf8mb4`` so a term outside the BMP arrives whole.
+    """
+    return text(
+        f"INSERT INTO {P} (app_name, user_id, term, memory_id, tf, doc_len) "
+        "SELECT :app, :user, j.term, j.memory_id, j.tf, j.doc_len FROM JSON_TABLE(:rows, '$[*]' COLUMNS ("
+        "term VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[0]', memory_id VARCHAR(64) CHARACTER SET utf8mb4 PATH '$[1]', "
+        "tf INT PATH '$[2]', doc_len INT PATH '$[3]')) AS j"
     )
 
 
@@ -118,9 +138,9 @@ async def index_memories(
     if replace:
         stmt, params = delete_postings(app_name, user_id, [mid for mid, _ in docs])
         await conn.execute(stmt, params)
-    rows = [r for mid, body in docs for r in posting_rows(app_name, user_id, mid, doc_terms(body))]
+    rows = [[t, mid, n, sum(terms.values())] for mid, body in docs for terms in [doc_terms(body)] for t, n in terms.items()]
     if rows:
-        await conn.execute(insert_postings(), rows)
+        await conn.execute(insert_postings_json(), {"app": app_name, "user": user_id, "rows": json.dumps(rows)})
 
 
 def bm25_ctes(

@@ -85,17 +85,45 @@ async def test_deletes_and_clear(both):
     assert shape(ours) == shape(ref)
 
 
-async def test_search_content_for_a_user_is_hybrid_retrieval_with_topic_filters(ours):
-    facts = [("m1", "My sister works at the hospital in Porto", ["family"]),
-             ("m2", "I drive a blue bicycle to work", ["transport"]),
-             ("m3", "My sister Ana plays the cello", ["family", "music"]),
-             ("m4", "Dinner was pasta yesterday", ["food"])]
-    await ours.upsert_memories([mem(mid, text, topics=t) for mid, text, t in facts])
+FACTS = [("m1", "My sister works at the hospital in Porto", ["family"], 40),
+         ("m2", "I drive a blue bicycle to work", ["transport"], 30),
+         ("m3", "My Sister Ana plays the cello", ["family", "music"], 20),
+         ("m4", "Dinner was pasta yesterday", ["food"], 10)]
+
+
+async def test_search_content_for_a_user_is_agnos_substring_sorted_paged_and_counted(both):
+    """AgentOS's memory search box: a substring of the content, the page it asked for, the total for its pager."""
+    now = int(time.time())
+    await both("upsert_memories", [mem(mid, text, topics=t, created=now - age) for mid, text, t, age in FACTS])
+    cases = [dict(search_content="SISTER", sort_by="created_at", sort_order="desc"),
+             dict(search_content="sister", sort_by="updated_at", sort_order="asc", limit=1, page=2),
+             dict(search_content="sister", topics=["music"]),
+             dict(search_content="sister at the hospital?"),  # words of m1, not a substring of it: nothing
+             dict(search_content="work", agent_id="a1", sort_by="memory", sort_order="asc", limit=5),
+             dict(search_content="sister", limit=1, page=9)]  # past the last page
+    for kw in cases:
+        ref, ours = await both("get_user_memories", user_id="u1", **kw)
+        assert [m.memory_id for m in ours] == [m.memory_id for m in ref], kw
+        ref, ours = await both("get_user_memories", user_id="u1", deserialize=False, **kw)
+        assert [m["memory_id"] for m in ours[0]] == [m["memory_id"] for m in ref[0]] and ours[1] == ref[1], kw
+
+
+async def test_memories_with_the_same_text_stay_two_memories_once_embedded(both):
+    """Agno's databases never merge memories: its MemoryManager updates and deletes them by id."""
+    same = "The user drinks green tea every morning"
+    await both("upsert_memories", [mem("m1", same), mem("m2", same), mem("m3", same + " at home")])
+    await both.db.memory_service.flush()  # the vectorizer has stored the vectors: where near-duplicates would merge
+    ref, ours = await both("get_user_memories", user_id="u1", sort_by="memory_id", sort_order="asc")
+    assert [m.memory_id for m in ours] == [m.memory_id for m in ref] == ["m1", "m2", "m3"]
+
+
+async def test_search_user_memories_is_hybrid_retrieval_with_topic_filters(ours):
+    await ours.upsert_memories([mem(mid, text, topics=t) for mid, text, t, _ in FACTS])
     await ours.memory_service.flush()  # embedded: the semantic half joins the lexical one
-    # not a substring of any memory: Agno's SQL databases find nothing, retrieval ranks by the words
-    found = await ours.get_user_memories(user_id="u1", search_content="sister at the hospital?", limit=2)
+    # not a substring of any memory: retrieval ranks by the words
+    found = await ours.search_user_memories("sister at the hospital?", user_id="u1", limit=2)
     assert found[0].memory_id == "m1" and len(found) <= 2
-    only_music = await ours.get_user_memories(user_id="u1", search_content="sister", topics=["music"])
+    only_music = await ours.search_user_memories("sister", user_id="u1", topics=["music"])
     assert [m.memory_id for m in only_music] == ["m3"]
     ranked = await ours.search_user_memories("bicycle", user_id="u1", limit=1)
     assert [m.memory_id for m in ranked] == ["m2"]
@@ -124,3 +152,31 @@ async def test_guards_opt_out_taint_and_limits(ours):
     with pytest.raises(InvalidIdentifierError):
         await ours.upsert_user_memory(mem("m" * 65, "id too long for agent_memories"))
     assert await ours.get_user_memories(user_id="u1") == []
+
+
+async def test_listing_reads_the_users_key_range_not_the_embed_status_index(ours):
+    """Right after a load (no statistics yet) OceanBase read every app's rows through ``ix_memories_embed_status``
+    for ``embed_status <> 'deleted'``: the listing names that index off (``MemoriesMixin._select_live``)."""
+    from sqlalchemy import event, text
+
+    await ours.upsert_memories([mem(f"m{i}", f"fact {i} about tea") for i in range(30)])
+    seen: list[tuple[str, object]] = []
+    engine = ours.database.engine.sync_engine
+
+    def capture(conn, cursor, statement, parameters, context, executemany):
+        if "agent_memories" in statement and "LIKE" in statement:
+            seen.append((statement, parameters))
+
+    event.listen(engine, "before_cursor_execute", capture)
+    try:
+        await ours.get_user_memories(user_id="u1", search_content="tea", sort_by="updated_at", deserialize=False)
+    finally:
+        event.remove(engine, "before_cursor_execute", capture)
+    assert len(seen) == 1
+    statement, parameters = seen[0]
+    async with ours.database.engine.connect() as conn:
+        raw = await conn.get_raw_connection()
+        async with raw.driver_connection.cursor() as cursor:
+            await cursor.execute("EXPLAIN " + statement, parameters)
+            plan = " ".join(str(cell) for row in await cursor.fetchall() for cell in row)
+    assert "ix_memories_embed_status" not in plan, plan
