@@ -90,6 +90,41 @@ async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(da
         await exact.close()
 
 
+async def test_auto_takes_the_index_for_a_user_owning_most_of_the_table(database, monkeypatch):
+    """Below ``exact_scan_rows``, a user holding ``ann_owner_share`` of the table is searched through the index."""
+    settings = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, exact_scan_rows=1000,
+                              ann_owner_share=0.5, ann_owner_min_rows=20)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    try:
+        await _add(svc, "owner", 40, 4)
+        await _add(svc, "tiny", 10, 5)   # owns 10 of 50 rows, and under ann_owner_min_rows
+        seen = _spy(monkeypatch)
+        hits = await svc.search(APP, "owner", "apple pie in paris", top_k=10)
+        await svc.search(APP, "tiny", "apple pie in paris", top_k=5)
+        assert seen == [True, False] and len(hits) == 10 and all(h.memory_id.startswith("owner-") for h in hits)
+        profile = await svc.retriever.profile(APP, "owner")
+        # counted just past rows / share: 40 / 0.5 + 1 = 81 would be the cap; the table holds 50
+        assert (profile.rows, profile.table_rows) == (40, 50)
+        assert (await svc.retriever.profile(APP, "tiny")).table_rows is None  # under ann_owner_min_rows: not counted
+    finally:
+        await svc.close()
+    # Another user grows past the owner's share: the owner goes back to the exact scan (new profile).
+    other = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    try:
+        await _add(other, "other", 45, 6)
+        seen = _spy(monkeypatch)
+        await other.search(APP, "owner", "apple pie in paris", top_k=10)
+        assert seen == [False]
+        assert (await other.retriever.profile(APP, "owner")).table_rows == 81  # capped
+        assert MemorySettings(ann_owner_share=1).ann_owner_share == 1
+        with pytest.raises(ConfigurationError):
+            MemorySettings(ann_owner_share=0)
+        with pytest.raises(ConfigurationError):
+            MemorySettings(ann_owner_share=1.5)
+    finally:
+        await other.close()
+
+
 async def test_explicit_modes_override_the_row_count(database, monkeypatch):
     base = MemorySettings(bump_access=False, consolidate=False, exact_scan_rows=10**9)
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=base)

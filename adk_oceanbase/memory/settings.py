@@ -245,6 +245,21 @@ class MemorySettings:
     """``vector_search="auto"``: users with fewer memories than this are scanned exactly.  Counted with
     a capped COUNT, cached with the author names (``author_cache_s``)."""
 
+    ann_owner_share: float | None = 0.5
+    """``vector_search="auto"``: a user below ``exact_scan_rows`` who owns at least this share of the
+    memory table's rows (and ``ann_owner_min_rows`` of them) takes the HNSW index too; ``None``: the
+    user's size alone decides.  Counted with a capped COUNT (at most ``rows / share`` rows), cached
+    with the user's profile (``author_cache_s``).
+
+    Why: the per-user crossover above holds where the user is a small part of the table, which seekdb
+    searches as ``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)``; a user owning most of it is searched as
+    ``POST-ITERATIVE-FILTER``, which walks only the graph's nearest part (EXPLAIN, benchmarks/README.md
+    "retrieval.py --scale") -- one pool of store fields, one Agno user with 10k memories.  MEASURED_SHARE"""
+
+    ann_owner_min_rows: int = 2_000
+    """Below this many memories a user is scanned exactly whatever share it owns (``ann_owner_share``).
+    MEASURED_MIN"""
+
     fulltext_overfetch: int | None = 2
     """Big users' full-text candidates are scored from the postings alone (``memory.postings``, the
     postings-first form): the best ``candidate_pool x fulltext_overfetch`` matches are cut before their
@@ -433,6 +448,7 @@ class MemorySettings:
                 raise ConfigurationError(f"{name} must be {' or '.join(map(repr, choices))}, got {getattr(self, name)!r}")
         for name, least, optional in (("context_full_chars", 1, True), ("fulltext_overfetch", 1, True),
                                       ("ann_pool", 1, True), ("fulltext_overfetch_rows", 0, False),
+                                      ("ann_owner_min_rows", 0, False),
                                       ("max_hits_per_session", 1, True)):
             value = getattr(self, name)
             if optional and value is None:
@@ -440,6 +456,9 @@ class MemorySettings:
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ConfigurationError(
                     f"{name} must be {'None or ' if optional else ''}an integer >= {least}, got {value!r}")
+        share = self.ann_owner_share
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1):
+            raise ConfigurationError(f"ann_owner_share must be None or a number in (0, 1], got {share!r}")
 
     def vector_pool(self, approximate: bool, top_k: int = 1) -> int:
         """Depth of the vector candidate list: ``ann_pool`` (at least ``top_k``, so that the list alone can
