@@ -121,7 +121,7 @@ class UserProfile:
     table_rows: int | None = None
     """The memory table's rows (every tenant's), counted just past ``rows / ann_owner_share``: enough
     to tell whether the user owns that share (``SearchPlanner.approximate``); ``None`` where the plan
-    does not depend on it (``vector_search`` not ``auto``, or the user's size alone decides)."""
+    does not depend on it (no ``ann_owner_share``, or the user's size alone decides)."""
 
 
 class ProfileCache:
@@ -226,16 +226,18 @@ class SearchPlanner:
         s = self.settings
         if s.vector_search != "auto":
             return s.vector_search == "ann"
-        if profile.rows >= s.exact_scan_rows:
-            return True
-        return (profile.table_rows is not None and s.ann_owner_share is not None
-                and profile.rows >= s.ann_owner_share * profile.table_rows)
+        return profile.rows >= s.exact_scan_rows or self.owns_table(profile)
+
+    def owns_table(self, profile: UserProfile) -> bool:
+        """Whether a user below ``exact_scan_rows`` owns ``ann_owner_share`` of the table (HNSW, post-filtered)."""
+        s = self.settings
+        return (s.vector_search == "auto" and profile.table_rows is not None and s.ann_owner_share is not None
+                and profile.rows < s.exact_scan_rows and profile.rows >= s.ann_owner_share * profile.table_rows)
 
     def _owner_share_decides(self, rows: int) -> bool:
         """Whether the table's size is needed to plan this user's vector search (:meth:`approximate`)."""
         s = self.settings
-        return (s.vector_search == "auto" and s.ann_owner_share is not None
-                and s.ann_owner_min_rows <= rows < s.exact_scan_rows)
+        return s.ann_owner_share is not None and s.ann_owner_min_rows <= rows < s.exact_scan_rows
 
     def ef_search(self, approximate: bool, top_k: int) -> int | None:
         """``ob_hnsw_ef_search`` for an HNSW search (``None`` for the exact scan).
