@@ -246,19 +246,16 @@ class MemorySettings:
     a capped COUNT, cached with the author names (``author_cache_s``)."""
 
     ann_owner_share: float | None = 0.5
-    """``vector_search="auto"``: a user below ``exact_scan_rows`` who owns at least this share of the
-    memory table's rows (and ``ann_owner_min_rows`` of them) takes the HNSW index too; ``None``: the
-    user's size alone decides.  Counted with a capped COUNT (at most ``rows / share`` rows), cached
-    with the user's profile (``author_cache_s``).
-
-    Why: the per-user crossover above holds where the user is a small part of the table, which seekdb
-    searches as ``VECTOR INDEX ADAPTIVE SCAN (PRE-FILTER)``; a user owning most of it is searched as
-    ``POST-ITERATIVE-FILTER``, which walks only the graph's nearest part (EXPLAIN, benchmarks/README.md
-    "retrieval.py --scale") -- one pool of store fields, one Agno user with 10k memories.  MEASURED_SHARE"""
+    """``vector_search="auto"``: a user below ``exact_scan_rows`` who owns this share of the table (and
+    ``ann_owner_min_rows`` rows) takes the HNSW index, post-filtered (``search_sql.hybrid_search``'s
+    ``ann_post_filter``); ``None``: size alone decides.  Table rows counted capped (``rows / share``),
+    cached with the profile.  Why: the crossover above is for users in a shared table; one owner of a
+    10k-row table (one store pool, one Agno user), the statement p50, interleaved, 2 vCPU at load 23-38:
+    rows not yet compacted 669 ms exact vs 232 post-filtered HNSW, compacted 92 vs 98 (unhinted HNSW
+    222); the same top 10 in every query (benchmarks/README.md, "Store search")."""
 
     ann_owner_min_rows: int = 2_000
-    """Below this many memories a user is scanned exactly whatever share it owns (``ann_owner_share``).
-    MEASURED_MIN"""
+    """Below this many memories a user is scanned exactly whatever its share (not tuned: a small scan)."""
 
     fulltext_overfetch: int | None = 2
     """Big users' full-text candidates are scored from the postings alone (``memory.postings``, the
