@@ -284,9 +284,9 @@ async def run_store(host: str, port: int, items: int, queries: int, *, seed: int
         res["load_avg_after_load"] = os.getloadavg()
     qrng = random.Random(seed * 1000 + 1)
 
-    async def searches() -> dict[str, Any]:
+    async def searches(n: int = queries) -> dict[str, Any]:
         lat = []
-        for i in range(queries):
+        for i in range(n):
             q = " ".join(qrng.choices(words, k=4))
             t1 = time.perf_counter()
             hits = await store.asearch(("docs",), query=q, limit=10)
@@ -296,6 +296,8 @@ async def run_store(host: str, port: int, items: int, queries: int, *, seed: int
 
     if not loaded:
         res["search_after_load"] = await searches()
+    elif rebuild:  # the same run's "before": as the database was left (30 queries, for time)
+        res["search_before_rebuild"] = await searches(min(queries, 30))
     if not loaded or rebuild:
         # What the memory service documents after a bulk load: rebuild the HNSW index and gather the
         # optimizer statistics (without them the ANN search is planned as an exact scan).  It waits
@@ -352,6 +354,9 @@ def print_table(res: dict[str, Any], args: argparse.Namespace) -> None:
             a = s["search_after_load"]
             print(f"  straight after the load p50 {a['p50_ms']:.1f} ms, p95 {a['p95_ms']:.1f} ms (load {s['load_s']:.0f} s, "
                   f"{s['load_s'] / s['items'] * 1000:.1f} ms/item)")
+        if "search_before_rebuild" in s:
+            b = s["search_before_rebuild"]
+            print(f"  before rebuild_vector_index p50 {b['p50_ms']:.1f} ms, p95 {b['p95_ms']:.1f} ms")
         if "rebuild_s" in s:
             print(f"  rebuild_vector_index {s['rebuild_s']:.0f} s {s.get('rebuild_error', '')}")
 

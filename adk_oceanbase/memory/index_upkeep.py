@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections import defaultdict
 from typing import Any
@@ -41,6 +42,10 @@ from . import queries as q
 from .settings import MemorySettings
 
 __all__ = ["IndexUpkeep"]
+
+
+class _StillCompacting(Exception):
+    """The tenant's compaction round has not ended yet (:meth:`IndexUpkeep.compact` looks again)."""
 
 logger = logging.getLogger(__name__)
 
@@ -146,18 +151,24 @@ class IndexUpkeep:
             before = (await conn.execute(q.MAJOR_COMPACTION_STATE)).first()
             await conn.execute(q.MAJOR_FREEZE)
             await conn.commit()
-            pause = 0.5
-            while time.monotonic() - start < timeout_s:
-                await asyncio.sleep(pause)
-                pause = min(pause * 2, 5.0)
-                frozen, merged, status = (await conn.execute(q.MAJOR_COMPACTION_STATE)).first()
-                await conn.commit()  # each poll its own snapshot
-                if int(frozen) > int(before[0]) and int(merged) >= int(frozen) and status == "IDLE":
-                    self.stats["compactions"] += 1
-                    return True
-            logger.warning("major compaction still running after %.0f s; searches speed up when it ends", timeout_s)
+
+            async def merged() -> None:
+                frozen, last, status = (await conn.execute(q.MAJOR_COMPACTION_STATE)).first()
+                await conn.commit()  # each look its own snapshot
+                if not (int(frozen) > int(before[0]) and int(last) >= int(frozen) and status == "IDLE"):
+                    raise _StillCompacting
+
+            def waiting(exc: BaseException) -> bool:
+                return isinstance(exc, _StillCompacting) and time.monotonic() - start < timeout_s
+
+            await gateway.retrying(merged, when=waiting, attempts=sys.maxsize,
+                                   pause_s=lambda n: min(0.5 * 2 ** (n - 1), 5.0), what="major compaction")
+            self.stats["compactions"] += 1
+            return True
         except asyncio.CancelledError:
             raise
+        except _StillCompacting:
+            logger.warning("major compaction still running after %.0f s; searches speed up when it ends", timeout_s)
         except Exception:
             logger.warning("major compaction (ALTER SYSTEM MAJOR FREEZE) failed; the server compacts daily",
                            exc_info=True)
