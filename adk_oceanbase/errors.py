@@ -29,6 +29,7 @@ __all__ = [
     "DuplicateKeyError",
     "EmbeddingModelMismatchError",
     "EventTooLargeError",
+    "IndexRebuildBusyError",
     "InvalidIdentifierError",
     "InvalidStateError",
     "InvalidTextError",
@@ -220,6 +221,10 @@ class SharedMemoryWriteError(AdkOceanBaseError, PermissionError):
 
 class EmbeddingModelMismatchError(AdkOceanBaseError, ValueError):
     """Stored memories were embedded by another model or dimension than the one configured."""
+
+
+class IndexRebuildBusyError(AdkOceanBaseError):
+    """Another rebuild of the vector index (the server's, or another process's) kept running past the wait."""
 
 
 class ContextBudgetError(ValidationError):

@@ -90,6 +90,44 @@ async def test_auto_scans_small_users_exactly_and_big_users_through_the_index(da
         await exact.close()
 
 
+async def test_auto_takes_the_index_for_a_user_owning_most_of_the_table(database, monkeypatch):
+    """Below ``exact_scan_rows``, a user holding ``ann_owner_share`` of the table is searched through the index."""
+    settings = MemorySettings(bump_access=False, consolidate=False, candidate_pool=20, exact_scan_rows=1000,
+                              ann_owner_share=0.5, ann_owner_min_rows=20)
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    try:
+        await _add(svc, "owner", 40, 4)
+        await _add(svc, "tiny", 10, 5)   # owns 10 of 50 rows, and under ann_owner_min_rows
+        seen: list[tuple[bool, bool]] = []
+        real = sq.hybrid_search
+        monkeypatch.setattr(sq, "hybrid_search", lambda **kw: seen.append((kw["approximate"], kw["ann_post_filter"]))
+                            or real(**kw))
+        hits = await svc.search(APP, "owner", "apple pie in paris", top_k=10)
+        await svc.search(APP, "tiny", "apple pie in paris", top_k=5)
+        assert seen == [(True, True), (False, False)] and len(hits) == 10 and all(h.memory_id.startswith("owner-") for h in hits)
+        profile = await svc.retriever.profile(APP, "owner")
+        # counted just past rows / share: 40 / 0.5 + 1 = 81 would be the cap; the table holds 50
+        assert (profile.rows, profile.table_rows) == (40, 50)
+        assert (await svc.retriever.profile(APP, "tiny")).table_rows is None  # under ann_owner_min_rows: not counted
+    finally:
+        await svc.close()
+    # Another user grows past the owner's share: the owner goes back to the exact scan (new profile).
+    other = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=settings)
+    try:
+        await _add(other, "other", 45, 6)
+        seen.clear()
+        await other.search(APP, "owner", "apple pie in paris", top_k=10)
+        assert seen == [(False, False)]
+        assert (await other.retriever.profile(APP, "owner")).table_rows == 81  # capped
+        assert MemorySettings(ann_owner_share=1).ann_owner_share == 1
+        with pytest.raises(ConfigurationError):
+            MemorySettings(ann_owner_share=0)
+        with pytest.raises(ConfigurationError):
+            MemorySettings(ann_owner_share=1.5)
+    finally:
+        await other.close()
+
+
 async def test_explicit_modes_override_the_row_count(database, monkeypatch):
     base = MemorySettings(bump_access=False, consolidate=False, exact_scan_rows=10**9)
     svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=base)
@@ -121,6 +159,30 @@ async def test_the_exact_statement_scans_the_users_key_range(database):
             plans[approximate] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
     assert "VECTOR INDEX" in plans[True], plans[True]
     assert "VECTOR INDEX" not in plans[False] and "TABLE RANGE SCAN" in plans[False], plans[False]
+
+
+async def test_the_owners_index_search_is_post_filtered(database):
+    """EXPLAIN: ``ann_post_filter`` makes seekdb walk the graph and filter (it picks a pre-filter scan of
+    every row in the filter for a small table); without it, the plan is the server's choice."""
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(),
+                                 settings=MemorySettings(bump_access=False, consolidate=False))
+    try:
+        await _add(svc, "u", 30, 7)
+    finally:
+        await svc.close()
+    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
+    plans = {}
+    for post in (False, True):
+        stmt, params = sq.hybrid_search(
+            app_name=APP, user_id="u", query_vector=vec, query_text="apple", embedding_model="hash-v1-384",
+            now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights,
+            settings=MemorySettings(), approximate=True, ann_post_filter=post,
+        )
+        async with database.engine.connect() as conn:
+            await conn.execute(*sq.bind_query_vector(vec))
+            plans[post] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
+    assert "POST-ITERATIVE-FILTER" in plans[True], plans[True]
+    assert "POST-ITERATIVE-FILTER" not in plans[False], plans[False]  # 30 rows: the server's pick is a pre-filter scan
 
 
 async def test_the_index_path_takes_ann_pool_vector_candidates_and_the_exact_scan_candidate_pool(database):

@@ -226,3 +226,56 @@ async def test_a_vectorizer_embeds_only_the_rows_meant_for_its_model(engine_db):
         assert await b.search(APP, USER, "fact number 2")
     finally:
         await b.close()
+
+
+class RecordingEmbedder(HashEmbedder):
+    """Remembers the vector it made for each text."""
+
+    def __init__(self):
+        super().__init__()
+        self.made: dict[str, object] = {}
+
+    def embed(self, texts):
+        vecs = super().embed(texts)
+        self.made.update(zip(texts, vecs))
+        return vecs
+
+
+async def test_a_claimed_batch_is_stored_in_one_update_per_user_and_chunk(engine_db):
+    """Each row gets its own vector; the claimed rows are stored by UPDATEs of up to 64 rows each, not one per row."""
+    import numpy as np
+    from sqlalchemy import event
+
+    from adk_oceanbase.memory import vector_queries as vq
+
+    emb = RecordingEmbedder()
+    # batch_wait_s > 0: a wait of 0 takes one queued row per claim (asyncio.wait_for with no time left)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=emb, settings=MemorySettings(
+        batch_size=256, consolidate=False, **dict(FAST, batch_wait_s=0.2)))
+    updates: list[tuple[bool, int]] = []
+
+    def seen(conn, cursor, statement, parameters, context, executemany):
+        if statement.lstrip().upper().startswith("UPDATE") and "SET embedding = CASE" in statement:
+            updates.append((executemany, statement.count(" THEN ")))
+        elif statement.lstrip().upper().startswith("UPDATE") and "SET embedding =" in statement:
+            updates.append((executemany, -1))  # the row-by-row form
+
+    event.listen(engine_db.engine.sync_engine, "before_cursor_execute", seen)
+    try:
+        await svc.add_memory(app_name=APP, user_id="ua", memories=entries(100, "alpha"))
+        await svc.add_memory(app_name=APP, user_id="ub", memories=entries(50, "beta"))
+        await svc.flush()
+        assert await statuses(engine_db) == {"ready": 150}
+        # how the worker cuts claims depends on timing; each claim's rows go in UPDATEs of at most 64
+        assert vq.EMBEDDINGS_PER_UPDATE == 64
+        assert sum(n for _, n in updates) == 150 and all(1 <= n <= 64 for _, n in updates), updates
+        assert len(updates) <= 8 and not any(many for many, _ in updates), updates
+        stmt = text("SELECT content, embedding FROM agent_memories").columns(embedding=engine_db.dialect.vector_type())
+        async with engine_db.engine.connect() as conn:
+            rows = (await conn.execute(stmt)).all()
+        for content, vec in rows:
+            made = [v for t, v in emb.made.items() if t.endswith(content)]
+            assert len(made) == 1 and np.allclose(np.asarray(vec, dtype=np.float32), made[0], atol=1e-5), content
+    finally:
+        event.remove(engine_db.engine.sync_engine, "before_cursor_execute", seen)
+        await svc.close()

@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sys
 import time
 from collections import defaultdict
 from typing import Any
@@ -41,6 +42,10 @@ from . import queries as q
 from .settings import MemorySettings
 
 __all__ = ["IndexUpkeep"]
+
+
+class _StillCompacting(Exception):
+    """The tenant's compaction round has not ended yet (:meth:`IndexUpkeep.compact` looks again)."""
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +60,8 @@ class IndexUpkeep:
         self._task: asyncio.Task[None] | None = None
         self.stats: dict[str, float] = defaultdict(float)
         """``calls`` (rebuild checks run), ``failed``, ``skipped_busy``, ``last_seconds``, ``total_seconds``,
-        ``stats_gathered`` and ``stats_failed`` (optimizer statistics, see :meth:`refresh_statistics`)."""
+        ``stats_gathered`` and ``stats_failed`` (optimizer statistics, see :meth:`refresh_statistics`),
+        ``compactions`` and ``compact_failed`` (:meth:`compact`)."""
 
     @property
     def running(self) -> bool:
@@ -131,6 +137,46 @@ class IndexUpkeep:
         self.stats["stats_gathered"] += 1
         return True
 
+    async def compact(self, conn: Any, timeout_s: float) -> bool:
+        """Runs a major compaction of the tenant and waits up to ``timeout_s`` for it to finish.
+
+        The step after a bulk load (:meth:`~.upkeep.EmbeddingUpkeep.rebuild_vector_index`):
+        searches scan the compacted baseline instead of the rows just written (``queries.MAJOR_FREEZE``).
+        Returns whether it finished in time.  Failures (no ``ALTER SYSTEM`` privilege, a round
+        already running that outlasts the wait) are logged and counted (``compact_failed``), never
+        raised: the server compacts on its own schedule (daily) anyway.
+        """
+        start = time.monotonic()
+        try:
+            before = (await conn.execute(q.MAJOR_COMPACTION_STATE)).first()
+            await conn.execute(q.MAJOR_FREEZE)
+            await conn.commit()
+
+            async def merged() -> None:
+                frozen, last, status = (await conn.execute(q.MAJOR_COMPACTION_STATE)).first()
+                await conn.commit()  # each look its own snapshot
+                if not (int(frozen) > int(before[0]) and int(last) >= int(frozen) and status == "IDLE"):
+                    raise _StillCompacting
+
+            def waiting(exc: BaseException) -> bool:
+                return isinstance(exc, _StillCompacting) and time.monotonic() - start < timeout_s
+
+            await gateway.retrying(merged, when=waiting, attempts=sys.maxsize,
+                                   pause_s=lambda n: min(0.5 * 2 ** (n - 1), 5.0), what="major compaction")
+            self.stats["compactions"] += 1
+            return True
+        except asyncio.CancelledError:
+            raise
+        except _StillCompacting:
+            logger.warning("major compaction still running after %.0f s; searches speed up when it ends", timeout_s)
+        except Exception:
+            logger.warning("major compaction (ALTER SYSTEM MAJOR FREEZE) failed; the server compacts daily",
+                           exc_info=True)
+            with contextlib.suppress(Exception):
+                await conn.rollback()
+        self.stats["compact_failed"] += 1
+        return False
+
     async def wait(self) -> None:
         """Waits for a running check (tests, benchmarks)."""
         task = self._task
@@ -148,6 +194,7 @@ class IndexUpkeep:
                 pass
 
     def describe(self) -> dict[str, Any]:
-        keys = ("calls", "failed", "skipped_busy", "last_seconds", "total_seconds", "stats_gathered", "stats_failed")
+        keys = ("calls", "failed", "skipped_busy", "last_seconds", "total_seconds", "stats_gathered", "stats_failed",
+                "compactions", "compact_failed")
         out = {k: self.stats.get(k, 0.0) for k in keys}
         return dict(out, running=self.running, rows_since_last=self._since)

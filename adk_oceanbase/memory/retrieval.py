@@ -48,7 +48,7 @@ from ..engine import Database
 from ..errors import ValidationError
 from .lexical import fulltext_query, stem_text
 from .results import MemoryHit
-from .search_scope import SearchFilters, user_authors, user_rows_capped
+from .search_scope import SearchFilters, table_rows_capped, user_authors, user_rows_capped
 from .settings import MemorySettings, ScoreWeights
 
 __all__ = ["ProfileCache", "Retriever", "SearchPlanner", "SearchRequest", "UserProfile"]
@@ -118,6 +118,10 @@ class UserProfile:
     author_terms: frozenset[str]
     rows: int
     """The user's memory rows, counted up to ``exact_scan_rows`` (or ``fulltext_overfetch_rows``, the larger)."""
+    table_rows: int | None = None
+    """The memory table's rows (every tenant's), counted just past ``rows / ann_owner_share``: enough
+    to tell whether the user owns that share (``SearchPlanner.approximate``); ``None`` where the plan
+    does not depend on it (no ``ann_owner_share``, or the user's size alone decides)."""
 
 
 class ProfileCache:
@@ -172,14 +176,19 @@ class SearchPlanner:
         clock = time.monotonic()
         cap = max(self.settings.exact_scan_rows, self.settings.fulltext_overfetch_rows)
 
-        async def load(conn: AsyncConnection) -> tuple[list[str], int]:
+        async def load(conn: AsyncConnection) -> tuple[list[str], int, int | None]:
             stmt, params = user_authors(app_name, user_id)
             names = [r[0] for r in (await conn.execute(stmt, params)).all()]
             stmt, params = user_rows_capped(app_name, user_id, cap)
-            return names, int((await conn.execute(stmt, params)).scalar() or 0)
+            rows = int((await conn.execute(stmt, params)).scalar() or 0)
+            table = None
+            if self._owner_share_decides(rows):
+                stmt, params = table_rows_capped(int(rows / self.settings.ann_owner_share) + 1)
+                table = int((await conn.execute(stmt, params)).scalar() or 0)
+            return names, rows, table
 
-        names, rows = await gateway.read(self.database, load)
-        profile = UserProfile(clock, name_terms(names), rows)
+        names, rows, table = await gateway.read(self.database, load)
+        profile = UserProfile(clock, name_terms(names), rows, table)
         self.profiles.put(key, profile)
         return profile
 
@@ -209,9 +218,26 @@ class SearchPlanner:
         return s.fulltext_overfetch
 
     def approximate(self, profile: UserProfile) -> bool:
-        """Whether the vector candidates come from the HNSW index (else: exact scan of the user's rows)."""
-        mode = self.settings.vector_search
-        return mode == "ann" or (mode == "auto" and profile.rows >= self.settings.exact_scan_rows)
+        """Whether the vector candidates come from the HNSW index (else: exact scan of the user's rows).
+
+        ``auto``: users of ``exact_scan_rows`` memories or more, and users of ``ann_owner_min_rows``
+        or more who own ``ann_owner_share`` of the whole table (``MemorySettings.ann_owner_share``).
+        """
+        s = self.settings
+        if s.vector_search != "auto":
+            return s.vector_search == "ann"
+        return profile.rows >= s.exact_scan_rows or self.owns_table(profile)
+
+    def owns_table(self, profile: UserProfile) -> bool:
+        """Whether a user below ``exact_scan_rows`` owns ``ann_owner_share`` of the table (HNSW, post-filtered)."""
+        s = self.settings
+        return (s.vector_search == "auto" and profile.table_rows is not None and s.ann_owner_share is not None
+                and profile.rows < s.exact_scan_rows and profile.rows >= s.ann_owner_share * profile.table_rows)
+
+    def _owner_share_decides(self, rows: int) -> bool:
+        """Whether the table's size is needed to plan this user's vector search (:meth:`approximate`)."""
+        s = self.settings
+        return s.ann_owner_share is not None and s.ann_owner_min_rows <= rows < s.exact_scan_rows
 
     def ef_search(self, approximate: bool, top_k: int) -> int | None:
         """``ob_hnsw_ef_search`` for an HNSW search (``None`` for the exact scan).

@@ -61,7 +61,7 @@ class OceanBaseRetriever(SearchPlanner):
             embedding_model=self.embedding_model, now=request.now, top_k=request.top_k, weights=request.weights,
             settings=s, filters=request.filters, min_score=request.min_score, approximate=approximate,
             fulltext_overfetch=overfetch, fulltext_statistics="inline" if stats is None else "variables",
-            author_cue=request.author_cue,
+            author_cue=request.author_cue, ann_post_filter=approximate and self.owns_table(profile),
         ))
         # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
         # one user, never twice in a row; a search is a pure read, so it runs once more.

@@ -25,7 +25,7 @@ from .postings import bm25_ctes
 from .queries import ROW_COLUMNS, T, naive_utc
 from .settings import MemorySettings
 
-__all__ = ["SearchFilters", "as_float32", "numpy_prefilter", "scope_where", "user_authors", "user_rows_capped"]
+__all__ = ["SearchFilters", "as_float32", "numpy_prefilter", "scope_where", "table_rows_capped", "user_authors", "user_rows_capped"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,11 @@ def user_rows_capped(app_name: str, user_id: str, cap: int) -> tuple[TextClause,
     """How many memories the user has, counting no further than ``cap`` (an index range scan of at most ``cap``)."""
     stmt = text(f"SELECT COUNT(*) FROM (SELECT 1 FROM {T} WHERE app_name = :app AND user_id = :user LIMIT :cap) t")
     return stmt, {"app": app_name, "user": user_id, "cap": int(cap)}
+
+
+def table_rows_capped(cap: int) -> tuple[TextClause, dict[str, Any]]:
+    """How many rows the memory table holds (every tenant's), counting no further than ``cap``."""
+    return text(f"SELECT COUNT(*) FROM (SELECT 1 FROM {T} LIMIT :cap) t"), {"cap": int(cap)}
 
 
 def user_authors(app_name: str, user_id: str) -> tuple[TextClause, dict[str, Any]]:

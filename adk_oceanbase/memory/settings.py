@@ -245,6 +245,18 @@ class MemorySettings:
     """``vector_search="auto"``: users with fewer memories than this are scanned exactly.  Counted with
     a capped COUNT, cached with the author names (``author_cache_s``)."""
 
+    ann_owner_share: float | None = 0.5
+    """``vector_search="auto"``: a user below ``exact_scan_rows`` who owns this share of the table (and
+    ``ann_owner_min_rows`` rows) takes the HNSW index, post-filtered (``search_sql.hybrid_search``'s
+    ``ann_post_filter``); ``None``: size alone decides.  Table rows counted capped (``rows / share``),
+    cached with the profile.  Why: the crossover above is for users in a shared table; one owner of a
+    10k-row table (one store pool, one Agno user), the statement p50, interleaved, 2 vCPU at load 23-38:
+    rows not yet compacted 669 ms exact vs 232 post-filtered HNSW, compacted 92 vs 98 (unhinted HNSW
+    222); the same top 10 in every query (benchmarks/README.md, "Store search")."""
+
+    ann_owner_min_rows: int = 2_000
+    """Below this many memories a user is scanned exactly whatever its share (not tuned: a small scan)."""
+
     fulltext_overfetch: int | None = 2
     """Big users' full-text candidates are scored from the postings alone (``memory.postings``, the
     postings-first form): the best ``candidate_pool x fulltext_overfetch`` matches are cut before their
@@ -433,6 +445,7 @@ class MemorySettings:
                 raise ConfigurationError(f"{name} must be {' or '.join(map(repr, choices))}, got {getattr(self, name)!r}")
         for name, least, optional in (("context_full_chars", 1, True), ("fulltext_overfetch", 1, True),
                                       ("ann_pool", 1, True), ("fulltext_overfetch_rows", 0, False),
+                                      ("ann_owner_min_rows", 0, False),
                                       ("max_hits_per_session", 1, True)):
             value = getattr(self, name)
             if optional and value is None:
@@ -440,6 +453,9 @@ class MemorySettings:
             if isinstance(value, bool) or not isinstance(value, int) or value < least:
                 raise ConfigurationError(
                     f"{name} must be {'None or ' if optional else ''}an integer >= {least}, got {value!r}")
+        share = self.ann_owner_share
+        if share is not None and (isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 < share <= 1):
+            raise ConfigurationError(f"ann_owner_share must be None or a number in (0, 1], got {share!r}")
 
     def vector_pool(self, approximate: bool, top_k: int = 1) -> int:
         """Depth of the vector candidate list: ``ann_pool`` (at least ``top_k``, so that the list alone can

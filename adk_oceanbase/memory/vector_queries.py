@@ -35,6 +35,9 @@ __all__ = [
     "reset_other_models",
     "retry_failed",
     "set_embedding",
+    "set_embeddings",
+    "set_embeddings_params",
+    "EMBEDDINGS_PER_UPDATE",
     "sweep_unembedded",
 ]
 
@@ -107,6 +110,41 @@ def set_embedding(vector_type: TypeEngine) -> TextClause:
         "WHERE app_name = :app AND user_id = :user AND memory_id = :memory_id "
         "AND embed_status = 'embedding' AND embed_claim = :claim"
     ).bindparams(bindparam("embedding", type_=vector_type))
+
+
+EMBEDDINGS_PER_UPDATE = 64
+"""Rows one :func:`set_embeddings` statement stores at most (64 x 384-d text vectors: ~250 kB of SQL)."""
+
+
+def set_embeddings(vector_type: TypeEngine, count: int) -> TextClause:
+    """:func:`set_embedding` for ``count`` claimed rows of one user in ONE statement (``CASE memory_id``).
+
+    Parameters ``app``, ``user``, ``claim``, ``model``, ``dim``, ``now``, ``ids`` (the memory
+    ids) and ``m0``/``e0`` ... (each row's id and vector, bound as ``vector_type``).  The same
+    condition as :func:`set_embedding`, row by row: a row deleted or taken over meanwhile is
+    left alone.  Why one statement: seekdb paid ~3 ms per row as separate UPDATEs (an
+    ``executemany``, or all of them in one packet: 3.1 / 3.8 ms), 1.2 ms as one ``CASE``
+    UPDATE of 100 rows into an HNSW-indexed column (2 vCPU at load 22).
+    """
+    if count < 1:
+        raise ValueError("set_embeddings needs at least one row")
+    cases = " ".join(f"WHEN :m{i} THEN :e{i}" for i in range(count))
+    return text(
+        f"UPDATE {T} SET embedding = CASE memory_id {cases} END, embedding_model = :model, embedding_dim = :dim, "
+        "embed_status = 'ready', embed_claim = NULL, embed_claimed_at = NULL, updated_at = :now "
+        "WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_status = 'embedding' AND embed_claim = :claim"
+    ).bindparams(bindparam("ids", expanding=True), *(bindparam(f"e{i}", type_=vector_type) for i in range(count)))
+
+
+def set_embeddings_params(app_name: str, user_id: str, rows: Sequence[tuple[str, np.ndarray]], *, claim: str,
+                          model: str, now: datetime) -> dict[str, Any]:
+    """:func:`set_embeddings`' parameters for ``rows`` (``(memory_id, vector)`` of one user)."""
+    params: dict[str, Any] = {"app": app_name, "user": user_id, "claim": claim, "model": model, "now": now,
+                              "dim": int(rows[0][1].shape[0]), "ids": [mid for mid, _ in rows]}
+    for i, (mid, vec) in enumerate(rows):
+        params[f"m{i}"], params[f"e{i}"] = mid, vec
+    return params
 
 
 def mark_embed_failed(

@@ -33,7 +33,7 @@ import numpy as np
 from ..context import signals
 from .. import gateway
 from ..engine import Database
-from ..errors import is_rerunnable
+from ..errors import is_deadlock, is_rerunnable
 from . import vector_queries as vq
 from .consolidation import _loads, merge_near_duplicates
 from .poisoning import servable
@@ -380,32 +380,44 @@ class Vectorizer:
         neighbours = neighbour_search(dialect)
         model = self._embedder.model_name
         s = self._settings
-        async with gateway.transaction(self._db) as conn:
-            if s.consolidate:
-                groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+
+        async def once() -> int:
+            merged_n = 0
+            async with gateway.transaction(self._db) as conn:
+                if s.consolidate:
+                    groups: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+                    for r, v in zip(rows, vecs):
+                        if (r.extractor or "").startswith("turn:"):
+                            continue  # dialogue turns are records, not facts: never near-duplicate merged
+                        if not servable(float(r.confidence), bool(r.tainted), s.min_confidence):
+                            continue  # a memory search never returns must not supersede (nor absorb) another
+                        groups[(r.app_name, r.user_id)].append(
+                            (r.memory_id, r.created_at, v, _loads(r.event_ids), _loads(r.topics), float(r.importance_score),
+                             r.content)
+                        )
+                    for (app, user), batch in groups.items():
+                        merged = await merge_near_duplicates(
+                            conn, neighbours, app, user, batch, model=model, min_confidence=s.min_confidence,
+                            threshold=s.near_duplicate_similarity, min_overlap=s.near_duplicate_min_overlap, now=now, scan_limit=s.numpy_scan_limit,
+                        )
+                        merged_n += len(merged)
+                # One UPDATE per user and EMBEDDINGS_PER_UPDATE rows (vq.set_embeddings: ~1.2 instead of ~3 ms a row).
+                by_user: dict[tuple[str, str], list[tuple[str, np.ndarray]]] = defaultdict(list)
                 for r, v in zip(rows, vecs):
-                    if (r.extractor or "").startswith("turn:"):
-                        continue  # dialogue turns are records, not facts: never near-duplicate merged
-                    if not servable(float(r.confidence), bool(r.tainted), s.min_confidence):
-                        continue  # a memory search never returns must not supersede (nor absorb) another
-                    groups[(r.app_name, r.user_id)].append(
-                        (r.memory_id, r.created_at, v, _loads(r.event_ids), _loads(r.topics), float(r.importance_score),
-                         r.content)
-                    )
-                for (app, user), batch in groups.items():
-                    merged = await merge_near_duplicates(
-                        conn, neighbours, app, user, batch, model=model, min_confidence=s.min_confidence,
-                        threshold=s.near_duplicate_similarity, min_overlap=s.near_duplicate_min_overlap, now=now, scan_limit=s.numpy_scan_limit,
-                    )
-                    self.stats["merged"] += len(merged)
-            await conn.execute(
-                vq.set_embedding(dialect.vector_type()),
-                [
-                    {"app": r.app_name, "user": r.user_id, "memory_id": r.memory_id, "claim": claim,
-                     "embedding": v, "model": model, "dim": int(v.shape[0]), "now": now}
-                    for r, v in zip(rows, vecs)
-                ],
-            )
+                    by_user[(r.app_name, r.user_id)].append((r.memory_id, v))
+                step = vq.EMBEDDINGS_PER_UPDATE
+                for (app, user), stored in by_user.items():
+                    stored.sort(key=lambda p: p[0])  # key order: the same lock order as the row range the claim reads
+                    for start in range(0, len(stored), step):
+                        chunk = stored[start:start + step]
+                        await conn.execute(vq.set_embeddings(dialect.vector_type(), len(chunk)),
+                                           vq.set_embeddings_params(app, user, chunk, claim=claim, model=model, now=now))
+            return merged_n
+
+        # A deadlock victim (MariaDB: the store's UPDATE against a claim's range scan, seen under full-suite
+        # load) was rolled back whole; its re-run writes the same rows under the same claim.
+        self.stats["merged"] += await gateway.retrying(once, when=is_deadlock, attempts=3,
+                                                       pause_s=lambda n: 0.05 * n, what="storing vectors")
         self.stats["embedded"] += len(rows)
         self.upkeep.stored(len(rows))
 
