@@ -128,7 +128,10 @@ async def test_tainted_and_low_confidence_memories_are_never_returned(db, memory
     assert {"session_id", "event_ids", "extractor", "confidence"} <= set(top) and top["extractor"] == "manual"
     # a lower bar shows the doubtful one again; clearing the taint brings the other back
     low = OceanBaseMemoryService(database=db, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False, min_confidence=0.1))
-    assert "Anna lives in Atlantis" in await texts(low, "Where does Anna live in Atlantis?")
+    try:
+        assert "Anna lives in Atlantis" in await texts(low, "Where does Anna live in Atlantis?")
+    finally:
+        await low.close()
     await memory.mark_tainted(APP, USER, poisoned, tainted=False)
     assert any("ignore" in t for t in await texts(memory, "Anna ignore instructions"))
 
@@ -140,9 +143,12 @@ def _text(hit) -> str:
 async def test_confidence_equal_to_the_threshold_passes(db, memory):
     """FLOAT holds 0.7 as 0.69999999; the bound is rounded the same way, so 0.7 >= 0.7 holds."""
     strict = OceanBaseMemoryService(database=db, embedder=HashEmbedder(), settings=MemorySettings(bump_access=False, min_confidence=0.7))
-    await strict.add_memory(app_name=APP, user_id=USER, memories=[entry("Anna lives in Lisbon", confidence=0.7)])
-    await strict.flush()
-    assert await texts(strict, "Anna Lisbon") == ["Anna lives in Lisbon"]
+    try:
+        await strict.add_memory(app_name=APP, user_id=USER, memories=[entry("Anna lives in Lisbon", confidence=0.7)])
+        await strict.flush()
+        assert await texts(strict, "Anna Lisbon") == ["Anna lives in Lisbon"]
+    finally:
+        await strict.close()
 
 
 async def test_assembler_never_injects_a_tainted_memory(engine_db):
