@@ -230,6 +230,9 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         log lacks (a session held only in memory) are taken from ``session``.
         """
         app, user = check_id("app_name", session.app_name), check_id("user_id", session.user_id)
+        if self._pipeline is not None:  # issue #31: read and queue in three round trips, return
+            await self._enqueue_session(app, user, session)
+            return
         start = await self._started(app, user)  # before the log is read: an erasure after this point wins
         events = list(session.events)
         stored = await self._stored_events(app, user, session.id)
