@@ -115,6 +115,7 @@ _LOCK_READ = text("SELECT generation, erased_at FROM memory_user_gen WHERE app_n
 _SESSION_PROBE = text(
     "SELECT 1 FROM agent_sessions WHERE app_name = :app AND user_id = :user AND session_id = :sid"
 )
+_FIRST_ROW = text("INSERT INTO memory_user_gen (app_name, user_key, generation, updated_at) VALUES (:app, :key, 0, :now)")
 _OPT_OUT_READ = text("SELECT opted_out_at FROM memory_opt_out WHERE app_name = :app AND user_id = :user")
 
 
@@ -155,9 +156,9 @@ def session_probe(app: str, user: str, session_id: str) -> tuple[Any, dict[str, 
     return _SESSION_PROBE, {"app": app, "user": user, "sid": session_id}
 
 
-def first_row(app: str, user: str, now: datetime) -> Insert:
-    """The guard row at generation 0, created by a user's first write (a racing first write gets 1062 and runs again)."""
-    return _first_row(app, user, now)
+def first_row(app: str, user: str, now: datetime) -> tuple[Any, dict[str, Any]]:
+    """The guard row at generation 0 for a batch: a user's first write creates it (a racing one gets 1062, runs again)."""
+    return _FIRST_ROW, {"app": app, "key": user_key(user), "now": now}
 
 
 async def started(conn: AsyncConnection, app: str, user: str) -> Generation:

@@ -205,7 +205,7 @@ class ExtractionPipeline:
                 new = [j for j in ids if j not in seen]
                 writes: list[tuple[Any, Any]] = []
                 if missing:  # the user's first write: the guard row, held from here as lock() would
-                    writes.append((guard.first_row(app, user, now), None))
+                    writes.append(guard.first_row(app, user, now))
                 if new:
                     writes.append((pq.RAW_ENQUEUE_JOBS, [
                         {"app_name": app, "user_id": user, "job_id": j, "session_id": sid, "now": now,

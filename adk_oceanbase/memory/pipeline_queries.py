@@ -35,16 +35,20 @@ J = "memory_extraction_jobs"
 _DUE = "((status = 'pending' AND next_attempt_at <= :now) OR (status = 'running' AND claimed_at < :stale))"
 
 
-def existing_jobs(app_name: str, user_id: str, job_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+def existing_jobs(app_name: str, user_id: str, job_ids: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """Which of these jobs are queued (any status) or already wrote their first memory: enqueueing adds nothing for them.
 
-    One statement for both tables: it runs on the request path.
+    One statement for both tables, as driver-level SQL for ``RawTransaction.batch``
+    (the driver renders the tuple as ``('a', 'b')``; SQLAlchemy's expanding
+    parameter was compiled again on every call): it runs on the request path.
+    ``job_ids`` must not be empty.
     """
-    stmt = text(
-        f"SELECT job_id FROM {J} WHERE app_name = :app AND user_id = :user AND job_id IN :ids "
-        "UNION ALL SELECT memory_id FROM agent_memories WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
+    sql = (
+        f"SELECT job_id FROM {J} WHERE app_name = %(app)s AND user_id = %(user)s AND job_id IN %(ids)s "
+        "UNION ALL SELECT memory_id FROM agent_memories "
+        "WHERE app_name = %(app)s AND user_id = %(user)s AND memory_id IN %(ids)s"
     )
-    return stmt.bindparams(bindparam("ids", expanding=True)), {"app": app_name, "user": user_id, "ids": list(job_ids)}
+    return sql, {"app": app_name, "user": user_id, "ids": tuple(job_ids)}
 
 
 def enqueue_job() -> TextClause:
