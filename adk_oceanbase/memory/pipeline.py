@@ -49,7 +49,7 @@ from .extraction import LlmExtractor, MemoryDraft, memory_id_for, turn_drafts
 from .filtering import Turn, condensation, exchange_length, kept_exchanges, should_condense, to_events
 from .settings import MemorySettings
 
-__all__ = ["ExtractionPipeline", "PipelineSettings"]
+__all__ = ["ExtractionPipeline", "PipelineSettings", "chosen_pipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -106,6 +106,22 @@ class PipelineSettings:
         """Pause after the ``attempts``-th failed attempt: exponential, full jitter on its upper half."""
         cap = min(self.retry_max_s, self.retry_base_s * 2 ** max(attempts - 1, 0))
         return random.uniform(cap / 2, cap)
+
+
+def chosen_pipeline(pipeline: "PipelineSettings | bool | None", extractor: LlmExtractor | None) -> "PipelineSettings | None":
+    """The pipeline a memory service runs (its ``pipeline=``): given, the default one when an extractor is, else none.
+
+    With a model, extraction leaves the request path by default: inline, a
+    50-turn session waited for every exchange's model call (18 s at 500 ms a
+    call, ``benchmarks/README.md``).  ``False`` keeps it inline.
+    """
+    if pipeline is None:
+        pipeline = extractor is not None
+    if isinstance(pipeline, PipelineSettings):
+        return pipeline
+    if isinstance(pipeline, bool):
+        return PipelineSettings() if pipeline else None
+    raise ValidationError(f"pipeline must be PipelineSettings, True, False or None, got {type(pipeline).__name__}")
 
 
 class ExtractionPipeline:
