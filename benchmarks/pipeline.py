@@ -275,7 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.ku_seeds is None:
         args.ku_seeds = list(SPLITS["tune"].seeds)
     every, _ = load_locomo(args.locomo)
-    convs = [every[i] for i in SPLITS["tune"].conversations][: args.conversations]
+    tune = [every[i] for i in SPLITS["tune"].conversations]
+    convs = tune[: args.conversations]  # the recall run's; the latency run takes its windows from all five
     embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
     with seekdb_or_url(args.url) as server:
         if server is not None:
@@ -290,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_database(host, port, "root", None, db, fresh=True)
             return f"{base}/{db}"
 
-        lat = asyncio.run(bench_latency(make_db("latency"), convs, embedder, args))
+        lat = asyncio.run(bench_latency(make_db("latency"), tune, embedder, args))
         rec = None if args.skip_recall else asyncio.run(bench_recall(base, convs, embedder, args, make_db))
     print(f"\nadd_session_to_memory, {args.turns}-turn sessions, scripted extractor sleeping {args.delay_ms:.0f} ms per call")
     print("| mode | calls | p50 ms | p95 ms | max ms | CPU p50 ms | flush() after s | extractor calls here |")
