@@ -301,7 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"| {name} | {r['calls']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | {r['cpu_p50_ms']:.1f} | {r['flush_s']:.1f} | {r['extractor_calls']} |")
     if rec:
-        print(f"\nLoCoMo tune split (conversations 1-5), categories 1-4, R@10 ({args.embedder} embedder)")
+        print(f"\nLoCoMo tune split ({len(convs)} of conversations 1-5), categories 1-4, R@10 ({args.embedder} embedder)")
         print(f"knowledge-update seeds {args.ku_seeds}: R@1 / R@10 at the set's clock, after its recall history")
         print("| extraction | LoCoMo questions | LoCoMo R@10 | KU questions | KU R@1 | KU R@10 | memories | extractor calls "
               "| remember + flush s |")
