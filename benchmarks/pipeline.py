@@ -16,7 +16,12 @@ seekdb server this script starts (or ``--url``):
 2. **recall**: LoCoMo's tune split (conversations 1-5; ``benchmarks/_split.py``;
    never the test split) remembered session by session, then every question of
    categories 1-4 searched (top 10; a hit counts the dialogue ids of its source
-   events).  R@10 of inline extraction against the pipeline, once with
+   events); and the knowledge-update sets of the tune seeds (0-3,
+   ``benchmarks/_synthetic.py``: facts that change over time, dated before a
+   fixed clock), each fact one user turn, remembered as sessions of 50 turns
+   in date order, the recall history replayed (``top_k=1`` searches that count
+   as accesses), then every question asked at the set's clock (R@1, R@10).
+   Inline extraction against the pipeline, once with
    ``summarization_threshold=0`` (every exchange through the extractor, as
    inline: must be equal) and once with the default threshold (short
    exchanges stored raw, trivial turns dropped).
@@ -80,6 +85,7 @@ def events_of(conv: Any, turns: Sequence[Any]) -> list[Any]:
 def memory_service(url: str, embedder: Any, extractor: Any, pipeline: Any) -> Any:
     from adk_oceanbase.memory import MemorySettings, OceanBaseMemoryService
 
+    # pipeline False: extraction inline (with an extractor, None would pick the default pipeline)
     return OceanBaseMemoryService(url, embedder=embedder, extractor=extractor, pipeline=pipeline,
                                   settings=MemorySettings(bump_access=False))
 
@@ -103,7 +109,7 @@ async def bench_latency(url: str, convs: list[Any], embedder: Any, args: argpars
         ("pipeline, workers in another process", PipelineSettings(workers=0), stored[:half]),
         (f"pipeline, {args.workers} workers in this process", PipelineSettings(workers=args.workers),
          stored[half: args.calls]),
-        ("inline", None, stored[args.calls:]),
+        ("inline", False, stored[args.calls:]),
     ):
         ex = sleepy_extractor(args.delay_ms / 1000)
         svc = memory_service(url, embedder, ex, pipeline)
@@ -147,7 +153,26 @@ async def drain_worker(url: str, embedder: Any, args: argparse.Namespace) -> Non
     await svc.close()
 
 
-async def remember_split(url: str, convs: list[Any], embedder: Any, extractor: Any, pipeline: Any) -> tuple[Any, float]:
+def ku_sessions(seed: int) -> tuple[str, Any, list[Any]]:
+    """A knowledge-update set as ``(user, set, sessions)``: each fact one user turn, 50 turns a session, oldest first."""
+    from google.adk.events.event import Event
+    from google.adk.sessions.session import Session
+    from google.genai import types
+
+    from _synthetic import dated_texts, make_knowledge_update_set
+
+    ku = make_knowledge_update_set(seed)
+    user = f"ku-seed{seed}"
+    events = [Event(id=m.memory_id, invocation_id="ku", author="user", timestamp=when.timestamp(),
+                    content=types.Content(role="user", parts=[types.Part(text=m.text)]))
+              for m, when, _ in sorted(dated_texts(ku), key=lambda d: d[1])]
+    chunks = [events[i:i + 50] for i in range(0, len(events), 50)]
+    return user, ku, [Session(id=f"ku{n}", app_name=APP, user_id=user, events=c, last_update_time=c[-1].timestamp)
+                      for n, c in enumerate(chunks)]
+
+
+async def remember_split(url: str, convs: list[Any], kus: list[Any], embedder: Any, extractor: Any,
+                         pipeline: Any) -> tuple[Any, float]:
     svc = memory_service(url, embedder, extractor, pipeline)
     from google.adk.sessions.session import Session
 
@@ -160,12 +185,19 @@ async def remember_split(url: str, convs: list[Any], embedder: Any, extractor: A
             events = events_of(conv, turns)
             await svc.add_session_to_memory(Session(id=f"s{sno}", app_name=APP, user_id=conv.sample_id, events=events,
                                                     last_update_time=events[-1].timestamp))
+    for _, _, sessions in kus:
+        for s in sessions:
+            await svc.add_session_to_memory(s)
     await svc.flush()
     return svc, time.perf_counter() - t0
 
 
-async def recall(svc: Any, convs: list[Any]) -> dict[str, Any]:
+async def recall(svc: Any, convs: list[Any], kus: list[Any]) -> dict[str, Any]:
     from _metrics import recall_at_k
+    from _synthetic import KU_CLOCK
+
+    def ids(hits: list[Any]) -> list[str]:
+        return [d for h in hits for d in (h.entry.custom_metadata.get("event_ids") or [h.memory_id])]
 
     scores = []
     for conv in convs:
@@ -174,24 +206,35 @@ async def recall(svc: Any, convs: list[Any]) -> dict[str, Any]:
             if q.category == 5:
                 continue
             hits = await svc.search(APP, conv.sample_id, q.question, top_k=10, bump_access=False, now=now)
-            ranked = [d for h in hits for d in (h.entry.custom_metadata.get("event_ids") or [h.memory_id])]
-            scores.append(recall_at_k(ranked, q.evidence, 10))
-    return {"questions": len(scores), "r10": sum(scores) / len(scores)}
+            scores.append(recall_at_k(ids(hits), q.evidence, 10))
+    out: dict[str, Any] = {"questions": len(scores), "r10": sum(scores) / len(scores)}
+    r1, r10 = [], []
+    for user, ku, _ in kus:
+        for question in ku.warmups:  # the recall history: the frequency signal's accesses
+            await svc.search(APP, user, question, top_k=1, bump_access=True, now=KU_CLOCK)
+        for q in ku.queries:
+            ranked = ids(await svc.search(APP, user, q.question, top_k=10, bump_access=False, now=KU_CLOCK))
+            r1.append(recall_at_k(ranked, [q.relevant], 1))
+            r10.append(recall_at_k(ranked, [q.relevant], 10))
+    if r1:
+        out.update(ku_questions=len(r1), ku_r1=sum(r1) / len(r1), ku_r10=sum(r10) / len(r10))
+    return out
 
 
 async def bench_recall(base_url: str, convs: list[Any], embedder: Any, args: argparse.Namespace, make_db: Any) -> dict[str, Any]:
     from adk_oceanbase.memory import PipelineSettings
 
     runs = {
-        "inline": (sleepy_extractor(0.0), None),
+        "inline": (sleepy_extractor(0.0), False),
         "pipeline, threshold 0": (sleepy_extractor(args.delay_ms / 1000), PipelineSettings(workers=args.workers, summarization_threshold=0)),
         "pipeline, default threshold": (sleepy_extractor(args.delay_ms / 1000), PipelineSettings(workers=args.workers)),
     }
+    kus = [ku_sessions(seed) for seed in args.ku_seeds]
     out = {}
     for name, (ex, pipeline) in runs.items():
         url = make_db(name)
-        svc, took = await remember_split(url, convs, embedder, ex, pipeline)
-        r = await recall(svc, convs)
+        svc, took = await remember_split(url, convs, kus, embedder, ex, pipeline)
+        r = await recall(svc, convs, kus)
         stats = await svc.stats(app_name=APP)
         await svc.close()
         out[name] = {**r, "remember_s": took, "extractor_calls": ex.calls, "memories": sum(stats.get(APP, {}).values())}
@@ -208,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--delay-ms", type=float, default=500.0, help="the scripted extractor's latency per call")
     p.add_argument("--workers", type=int, default=32, help="PipelineSettings.workers")
     p.add_argument("--embedder", choices=("hash", "minilm"), default="hash")
+    p.add_argument("--conversations", type=int, default=None, help="only the first N tune conversations (default all 5)")
     p.add_argument("--skip-recall", action="store_true")
+    p.add_argument("--ku-seeds", type=lambda v: [int(x) for x in v.split(",") if x], default=None,
+                   help="knowledge-update seeds in the recall run (default: the tune split's, 0-3; '' for none)")
     p.add_argument("--json", metavar="PATH", help="also write the results here")
     p.add_argument("--drain", metavar="URL", help=argparse.SUPPRESS)  # the worker process of the latency run
     args = p.parse_args(argv)
@@ -226,8 +272,11 @@ def main(argv: list[str] | None = None) -> int:
 
     from adk_oceanbase.memory import HashEmbedder, default_embedder
 
+    if args.ku_seeds is None:
+        args.ku_seeds = list(SPLITS["tune"].seeds)
     every, _ = load_locomo(args.locomo)
-    convs = [every[i] for i in SPLITS["tune"].conversations]
+    tune = [every[i] for i in SPLITS["tune"].conversations]
+    convs = tune[: args.conversations]  # the recall run's; the latency run takes its windows from all five
     embedder = HashEmbedder() if args.embedder == "hash" else default_embedder()
     with seekdb_or_url(args.url) as server:
         if server is not None:
@@ -242,7 +291,7 @@ def main(argv: list[str] | None = None) -> int:
             ensure_database(host, port, "root", None, db, fresh=True)
             return f"{base}/{db}"
 
-        lat = asyncio.run(bench_latency(make_db("latency"), convs, embedder, args))
+        lat = asyncio.run(bench_latency(make_db("latency"), tune, embedder, args))
         rec = None if args.skip_recall else asyncio.run(bench_recall(base, convs, embedder, args, make_db))
     print(f"\nadd_session_to_memory, {args.turns}-turn sessions, scripted extractor sleeping {args.delay_ms:.0f} ms per call")
     print("| mode | calls | p50 ms | p95 ms | max ms | CPU p50 ms | flush() after s | extractor calls here |")
@@ -252,11 +301,15 @@ def main(argv: list[str] | None = None) -> int:
             continue
         print(f"| {name} | {r['calls']} | {r['p50_ms']:.1f} | {r['p95_ms']:.1f} | {r['max_ms']:.1f} | {r['cpu_p50_ms']:.1f} | {r['flush_s']:.1f} | {r['extractor_calls']} |")
     if rec:
-        print(f"\nLoCoMo tune split (conversations 1-5), categories 1-4, R@10 ({args.embedder} embedder)")
-        print("| extraction | questions | R@10 | memories | extractor calls | remember + flush s |")
-        print("|---|---|---|---|---|---|")
+        print(f"\nLoCoMo tune split ({len(convs)} of conversations 1-5), categories 1-4, R@10 ({args.embedder} embedder)")
+        print(f"knowledge-update seeds {args.ku_seeds}: R@1 / R@10 at the set's clock, after its recall history")
+        print("| extraction | LoCoMo questions | LoCoMo R@10 | KU questions | KU R@1 | KU R@10 | memories | extractor calls "
+              "| remember + flush s |")
+        print("|---|---|---|---|---|---|---|---|---|")
         for name, r in rec.items():
-            print(f"| {name} | {r['questions']} | {r['r10']:.4f} | {r['memories']} | {r['extractor_calls']} | {r['remember_s']:.1f} |")
+            ku = f"{r['ku_questions']} | {r['ku_r1']:.4f} | {r['ku_r10']:.4f}" if "ku_r1" in r else "- | - | -"
+            print(f"| {name} | {r['questions']} | {r['r10']:.4f} | {ku} | {r['memories']} | {r['extractor_calls']} "
+                  f"| {r['remember_s']:.1f} |")
     if args.json:
         write_json(args.json, {"environment": env, "args": vars(args), "latency": lat, "recall": rec})
     return 0

@@ -79,7 +79,7 @@ def echo_facts() -> LlmExtractor:
 
 @pytest.fixture
 async def facts(engine_db):
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=echo_facts(),
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=echo_facts(),
                                  settings=MemorySettings(**FAST))
     yield svc
     await svc.close()

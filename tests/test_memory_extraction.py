@@ -92,7 +92,7 @@ async def test_llm_extraction_stores_facts_with_provenance_and_is_idempotent(eng
         {"text": "The user is vegetarian.", "importance": 0.9, "topics": ["diet"]},
         {"text": "The user is training for the Berlin marathon.", "importance": 0.6, "topics": ["sport", "travel"]},
     ))
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=LlmExtractor(llm),
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=LlmExtractor(llm),
                                  settings=MemorySettings(bump_access=False))
     try:
         now = time.time()
@@ -121,7 +121,7 @@ async def test_llm_contradiction_supersedes_the_old_fact(engine_db):
         return facts({"text": "The user lives in Hamburg.", "importance": 0.8, "topics": ["home"]})
 
     llm = ScriptedLlm(script=script)
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=LlmExtractor(llm),
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=LlmExtractor(llm),
                                  settings=MemorySettings(bump_access=False))
     try:
         now = time.time()

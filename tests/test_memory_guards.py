@@ -76,7 +76,7 @@ async def test_opted_out_user_is_not_remembered_but_sessions_work(db, memory):
 
 async def test_opt_out_skips_llm_extraction(engine_db):
     llm = FakeLlm(script=lambda prompt: json.dumps({"facts": [{"text": "The user is vegetarian."}]}))
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=LlmExtractor(llm))
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=LlmExtractor(llm))
     try:
         await svc.set_memory_opt_out(APP, USER)
         await svc.add_events_to_memory(app_name=APP, user_id=USER, events=[ev("I'm vegetarian since 2019", time.time())])
@@ -176,7 +176,7 @@ async def test_llm_facts_carry_the_models_confidence(engine_db):
             {"text": "The user likes tea."},
         ]})
 
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=LlmExtractor(FakeLlm(script=script)))
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=LlmExtractor(FakeLlm(script=script)))
     try:
         await svc.add_session_to_memory(Session(id="s1", app_name=APP, user_id=USER, last_update_time=time.time(), events=[
             ev("I'm vegetarian, probably moving to Mars, and I like tea", time.time())]))

@@ -182,12 +182,37 @@ async def test_trivial_turns_never_reach_the_extractor_and_short_ones_stay_raw(e
 
 async def test_the_inline_path_skips_trivial_exchanges_too(engine_db):
     ex = ScriptedExtractor()
-    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=ex)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=ex)
     try:
         await svc.add_session_to_memory(session([("thanks!", "ok"), *talk(1)]))
         assert len(ex.calls) == 1
     finally:
         await svc.close()
+
+
+async def test_with_an_extractor_the_pipeline_is_the_default_and_false_keeps_extraction_inline(engine_db):
+    gate = asyncio.Event()
+    ex = ScriptedExtractor(gate=gate)
+    svc = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=ex)
+    adding = asyncio.ensure_future(svc.add_session_to_memory(session(talk(1))))
+    try:
+        await ex.started.wait()
+        assert adding.done() and svc.pipeline is not None  # inline, the call would still wait for the model
+        assert await rows(engine_db, "SELECT COUNT(*) FROM agent_memories") == [(0,)]
+        gate.set()
+        await svc.flush()
+        assert await rows(engine_db, "SELECT COUNT(*) FROM agent_memories") == [(1,)]
+    finally:
+        gate.set()
+        await adding
+        await svc.close()
+    inline = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=ex, pipeline=False)
+    plain = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder())
+    assert inline.pipeline is None and plain.pipeline is None
+    await inline.close()
+    await plain.close()
+    with pytest.raises(ValidationError):
+        OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline="background")
 
 
 async def test_adding_a_session_again_queues_nothing_new(engine_db):

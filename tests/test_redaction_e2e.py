@@ -144,7 +144,7 @@ async def test_no_pii_reaches_any_table(db):
     mem_settings = MemorySettings(min_turn_chars=4)
     memory = OceanBaseMemoryService(database=db, embedder=HashEmbedder(), settings=mem_settings, redaction=POLICY)
     facts = OceanBaseMemoryService(
-        database=db, embedder=HashEmbedder(), settings=mem_settings, redaction=POLICY, extractor=LlmExtractor(fact_model())
+        database=db, embedder=HashEmbedder(), settings=mem_settings, redaction=POLICY, pipeline=False, extractor=LlmExtractor(fact_model())
     )
     stored = await svc.get_session(app_name=APP, user_id="u1", session_id=sid, include_compacted=True)
     await memory.add_session_to_memory(stored)

@@ -31,7 +31,9 @@ import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from sqlalchemy import Insert, Select, insert, select
+from typing import Any, Sequence
+
+from sqlalchemy import Insert, Select, insert, select, text
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -39,7 +41,20 @@ from ..schema import agent_sessions as S
 from ..schema import memory_opt_out as O
 from ..schema import memory_user_gen as G
 
-__all__ = ["Generation", "bump", "lock", "session_stored", "started", "user_key"]
+__all__ = [
+    "Generation",
+    "bump",
+    "first_row",
+    "generation_of",
+    "lock",
+    "lock_reads",
+    "locked_generation",
+    "session_probe",
+    "session_stored",
+    "start_read",
+    "started",
+    "user_key",
+]
 
 
 def user_key(user_id: str) -> str:
@@ -86,6 +101,64 @@ def _bump(app: str, user: str, now: datetime, erased: bool) -> Insert:
     if erased:
         values["erased_at"] = update["erased_at"] = now
     return mysql_insert(G).values(**values).on_duplicate_key_update(**update)
+
+
+# The same reads as plain SQL, for callers that send them in one packet with their own statements
+# (``gateway.read_batch`` / ``RawTransaction.batch``): the extraction queue's enqueue runs on the
+# request path, and each statement sent alone is a round trip (issue #31).
+_START_READ = text(
+    "SELECT (SELECT generation FROM memory_user_gen WHERE app_name = :app AND user_key = :key), "
+    "(SELECT erased_at FROM memory_user_gen WHERE app_name = :app AND user_key = :key), "
+    "EXISTS (SELECT 1 FROM memory_opt_out WHERE app_name = :app AND user_id = :user)"
+)
+_LOCK_READ = text("SELECT generation, erased_at FROM memory_user_gen WHERE app_name = :app AND user_key = :key FOR UPDATE")
+_SESSION_PROBE = text(
+    "SELECT 1 FROM agent_sessions WHERE app_name = :app AND user_id = :user AND session_id = :sid"
+)
+_FIRST_ROW = text("INSERT INTO memory_user_gen (app_name, user_key, generation, updated_at) VALUES (:app, :key, 0, :now)")
+_OPT_OUT_READ = text("SELECT opted_out_at FROM memory_opt_out WHERE app_name = :app AND user_id = :user")
+
+
+def start_read(app: str, user: str) -> tuple[Any, dict[str, Any]]:
+    """:func:`started`'s read as ``(statement, params)`` for a batch; its one row goes to :func:`generation_of`."""
+    return _START_READ, {"app": app, "user": user, "key": user_key(user)}
+
+
+def generation_of(row: Sequence[Any]) -> Generation:
+    """The :class:`Generation` in the row of :func:`start_read`."""
+    gen, erased_at, opted = row
+    return Generation(int(gen or 0), bool(opted), erased_at)
+
+
+def lock_reads(app: str, user: str) -> list[tuple[Any, dict[str, Any]]]:
+    """:func:`lock`'s two reads (the guard row ``FOR UPDATE``, then the opt-out), first in a write's batch.
+
+    Their rows go to :func:`locked_generation`; when the guard row does not
+    exist yet, the caller inserts it (:func:`first_row`) before writing.
+    """
+    params = {"app": app, "user": user, "key": user_key(user)}
+    return [(_LOCK_READ, params), (_OPT_OUT_READ, params)]
+
+
+def locked_generation(guard_rows: Sequence[Any], opt_out_rows: Sequence[Any]) -> tuple[Generation, bool]:
+    """What :func:`lock_reads` found, and whether the guard row is missing.
+
+    A missing row is generation 0: the caller inserts it (:func:`first_row`)
+    in the same transaction, which then holds it as :func:`lock` would.
+    """
+    if not guard_rows:
+        return Generation(0, bool(opt_out_rows), None), True
+    return Generation(int(guard_rows[0][0]), bool(opt_out_rows), guard_rows[0][1]), False
+
+
+def session_probe(app: str, user: str, session_id: str) -> tuple[Any, dict[str, Any]]:
+    """:func:`session_stored`'s probe for a batch: a row when the session is stored."""
+    return _SESSION_PROBE, {"app": app, "user": user, "sid": session_id}
+
+
+def first_row(app: str, user: str, now: datetime) -> tuple[Any, dict[str, Any]]:
+    """The guard row at generation 0 for a batch: a user's first write creates it (a racing one gets 1062, runs again)."""
+    return _FIRST_ROW, {"app": app, "key": user_key(user), "now": now}
 
 
 async def started(conn: AsyncConnection, app: str, user: str) -> Generation:

@@ -19,12 +19,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from .extraction import event_text, group_exchanges, is_trivial
+from .extraction import event_text, is_trivial
 
 if TYPE_CHECKING:
     from google.adk.events.event import Event
 
-__all__ = ["Turn", "condensation", "exchange_length", "kept_exchanges", "should_condense", "to_events"]
+__all__ = [
+    "Turn",
+    "condensation",
+    "exchange_length",
+    "kept_exchanges",
+    "should_condense",
+    "to_events",
+    "turns_of",
+    "visible_text",
+]
 
 
 @dataclass(frozen=True)
@@ -47,27 +56,39 @@ class Turn:
         return cls(str(raw["id"]), str(raw["author"]), float(raw["timestamp"]), str(raw["text"]), raw.get("pos"))
 
 
-def kept_exchanges(
-    events: Sequence["Event"],
-    *,
-    min_turn_chars: int,
-    min_exchange_chars: int,
-    positions: Sequence[int | None] | None = None,
-) -> list[list[Turn]]:
-    """The exchanges of ``events`` worth a model call, trivial turns removed, in order.
+def turns_of(events: Sequence["Event"], positions: Sequence[int | None] | None = None) -> list[Turn]:
+    """The events that say something, as turns; ``positions[i]`` is event i's place in its session."""
+    out = []
+    for i, e in enumerate(events):
+        if text := event_text(e):
+            out.append(Turn(e.id, e.author, float(e.timestamp), text, positions[i] if positions is not None else None))
+    return out
 
-    ``positions[i]`` is event i's place in its session.
+
+def visible_text(parts: Sequence[tuple[str, bool]]) -> str:
+    """``extraction.event_text`` of a stored event's ``(text, thought)`` parts (``sessions.codec.decode_text_parts``)."""
+    return " ".join(t for text, thought in parts if not thought and (t := text.strip()))
+
+
+def kept_exchanges(turns: Sequence[Turn], *, min_turn_chars: int, min_exchange_chars: int) -> list[list[Turn]]:
+    """The exchanges of ``turns`` worth a model call, trivial turns removed, in order.
+
+    An exchange is a user turn and the turns until the next one (as
+    ``extraction.group_exchanges`` splits events); turns without text are skipped.
     """
-    pos_of = {id(e): positions[i] for i, e in enumerate(events)} if positions is not None else {}
+    groups: list[list[Turn]] = []
+    for t in turns:
+        if not t.text:
+            continue
+        if t.author == "user" or not groups:
+            groups.append([t])
+        else:
+            groups[-1].append(t)
     out: list[list[Turn]] = []
-    for group in group_exchanges(events):
-        turns = [
-            Turn(e.id, e.author, float(e.timestamp), text, pos_of.get(id(e)))
-            for e in group
-            if (text := event_text(e)) and not is_trivial(text, min_turn_chars)
-        ]
-        if turns and exchange_length(turns) >= min_exchange_chars:
-            out.append(turns)
+    for group in groups:
+        kept = [t for t in group if not is_trivial(t.text, min_turn_chars)]
+        if kept and exchange_length(kept) >= min_exchange_chars:
+            out.append(kept)
     return out
 
 

@@ -38,17 +38,18 @@ from datetime import datetime, timedelta, timezone
 from typing import Any, Awaitable, Callable, Literal, Sequence
 
 from .. import gateway
-from ..audit import AuditEntry
+from ..audit import RAW_INSERT_AUDIT, AuditEntry
 from ..engine import Database
 from ..errors import MemoryWriteRaceError, ValidationError, is_deadlock, is_duplicate_key, is_rerunnable
 from ..governance import guard
+from ..rawtx import COMMIT
 from . import pipeline_queries as pq
 from . import queries as q
 from .extraction import LlmExtractor, MemoryDraft, memory_id_for, turn_drafts
 from .filtering import Turn, condensation, exchange_length, kept_exchanges, should_condense, to_events
 from .settings import MemorySettings
 
-__all__ = ["ExtractionPipeline", "PipelineSettings"]
+__all__ = ["ExtractionPipeline", "PipelineSettings", "chosen_pipeline"]
 
 logger = logging.getLogger(__name__)
 
@@ -107,6 +108,22 @@ class PipelineSettings:
         return random.uniform(cap / 2, cap)
 
 
+def chosen_pipeline(pipeline: "PipelineSettings | bool | None", extractor: LlmExtractor | None) -> "PipelineSettings | None":
+    """The pipeline a memory service runs (its ``pipeline=``): given, the default one when an extractor is, else none.
+
+    With a model, extraction leaves the request path by default: inline, a
+    50-turn session waited for every exchange's model call (18 s at 500 ms a
+    call, ``benchmarks/README.md``).  ``False`` keeps it inline.
+    """
+    if pipeline is None:
+        pipeline = extractor is not None
+    if isinstance(pipeline, PipelineSettings):
+        return pipeline
+    if isinstance(pipeline, bool):
+        return PipelineSettings() if pipeline else None
+    raise ValidationError(f"pipeline must be PipelineSettings, True, False or None, got {type(pipeline).__name__}")
+
+
 class ExtractionPipeline:
     """The queue and this process's workers; the service owns one when given :class:`PipelineSettings`."""
 
@@ -137,11 +154,11 @@ class ExtractionPipeline:
         ``failed_attempts``, ``failed_jobs`` (out of attempts), ``dropped`` (user erased or opted out)."""
 
     # ------------------------------------------------------------- enqueue
-    def plan(self, events: Sequence[Any], positions: Sequence[int | None] | None) -> list[list[Turn]]:
-        """The exchanges of ``events`` worth remembering (pure: filtering only)."""
+    def plan(self, turns: Sequence[Turn]) -> list[list[Turn]]:
+        """The exchanges of ``turns`` worth remembering (pure: filtering only)."""
         s = self.settings
-        return kept_exchanges(events, min_turn_chars=max(s.min_turn_chars, self._memory_settings.min_turn_chars),
-                              min_exchange_chars=s.min_exchange_chars, positions=positions)
+        return kept_exchanges(turns, min_turn_chars=max(s.min_turn_chars, self._memory_settings.min_turn_chars),
+                              min_exchange_chars=s.min_exchange_chars)
 
     def _job(self, app: str, user: str, sid: str | None, turns: list[Turn]) -> tuple[str, bool] | None:
         """``(job_id, condense)``; the id is the first memory the job writes, so a done job is seen in the store."""
@@ -161,47 +178,75 @@ class ExtractionPipeline:
         meta: dict[str, Any],
         start: guard.Generation,
         audit: AuditEntry | None = None,
+        session_time: float | None = None,
     ) -> int:
         """Commits a job per exchange not queued nor stored before; returns how many.  Then wakes the workers.
 
         The transaction locks the user's guard row like a memory write: an
         erasure since ``start`` raises :class:`MemoryWriteRaceError`, an
-        opt-out stores nothing, and none can commit in between.
+        opt-out stores nothing, and none can commit in between.  So does a
+        session last updated (``session_time``) before the user's latest
+        erasure and no longer stored: it was read before the erasure.
+
+        Two round trips (measured: each statement sent alone was one, ~9 per
+        call): the guard's lock, the opt-out and the existence query in one
+        packet; the jobs (one multi-row INSERT), the audit row and the COMMIT
+        in the next.  The payloads are built for the new jobs only.
         """
         jobs: dict[str, tuple[list[Turn], bool]] = {}
         for turns in exchanges:
             made = self._job(app, user, sid, turns)
             if made is not None:
                 jobs.setdefault(made[0], (turns, made[1]))
+        ids = list(jobs)
+        probe = sid is not None and start.predates_erasure(session_time)
 
         async def once() -> int:
-            async with gateway.transaction(self._db) as conn:
-                now = _now()
-                gen = await guard.lock(conn, app, user, now)
+            now = _now()
+            reads = guard.lock_reads(app, user)
+            if ids:
+                reads.append(pq.existing_jobs(app, user, ids))
+            if probe:
+                reads.append(guard.session_probe(app, user, sid or ""))
+            async with gateway.raw(self._db) as tx:
+                found = await tx.batch(reads)
+                gen, missing = guard.locked_generation(found[0][1], found[1][1])
                 if gen.opted_out:
                     return 0
-                if gen.generation != start.generation:
-                    raise MemoryWriteRaceError("the user's memories were erased while this session was being queued")
-                new = list(jobs)
+                if gen.generation != start.generation or (probe and not found[-1][1]):
+                    raise MemoryWriteRaceError(
+                        "the user's memories were erased while this session was being queued, or the session "
+                        "was read before the erasure: nothing was queued")
+                seen = {r[0] for r in found[2][1]} if ids else set()
+                new = [j for j in ids if j not in seen]
+                writes: list[tuple[Any, Any]] = []
+                if missing:  # the user's first write: the guard row, held from here as lock() would
+                    writes.append(guard.first_row(app, user, now))
                 if new:
-                    stmt, params = pq.existing_jobs(app, user, new)
-                    seen = {r[0] for r in (await conn.execute(stmt, params)).all()}
-                    new = [j for j in new if j not in seen]
-                if new:
-                    await conn.execute(pq.enqueue_job(), [
+                    writes.append((pq.RAW_ENQUEUE_JOBS, [
                         {"app_name": app, "user_id": user, "job_id": j, "session_id": sid, "now": now,
                          "generation": start.generation,
                          "payload": json.dumps({"turns": [t.as_dict() for t in jobs[j][0]], "meta": meta,
                                                 "condense": jobs[j][1]}, default=str)}
                         for j in new
-                    ])
+                    ]))
                 if audit is not None:
                     audit.row_count = len(new)
-                    await conn.execute(audit.insert())
+                    writes.append((RAW_INSERT_AUDIT, audit.row()))
+                await tx.batch([*writes, (COMMIT, None)])
                 return len(new)
 
+        async def audited_once() -> int:
+            try:
+                return await once()
+            except BaseException:
+                if audit is not None:
+                    audit.rolled_back()
+                raise
+
         # Idempotent (queued jobs are skipped): the loser of a race for the same new job runs again.
-        count = await gateway.retrying(once, when=lambda e: is_duplicate_key(e) or is_deadlock(e) or is_rerunnable(e),
+        count = await gateway.retrying(audited_once,
+                                       when=lambda e: is_duplicate_key(e) or is_deadlock(e) or is_rerunnable(e),
                                        attempts=5, what="an extraction enqueue")
         self.stats["enqueued"] += count
         if count:

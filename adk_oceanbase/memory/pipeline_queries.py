@@ -20,6 +20,7 @@ __all__ = [
     "claimed_jobs",
     "complete_job",
     "due_jobs",
+    "RAW_ENQUEUE_JOBS",
     "enqueue_job",
     "existing_jobs",
     "job_counts",
@@ -27,22 +28,27 @@ __all__ = [
     "record_condensation",
     "reschedule_job",
     "running_elsewhere",
+    "session_turns",
 ]
 
 J = "memory_extraction_jobs"
 _DUE = "((status = 'pending' AND next_attempt_at <= :now) OR (status = 'running' AND claimed_at < :stale))"
 
 
-def existing_jobs(app_name: str, user_id: str, job_ids: Sequence[str]) -> tuple[TextClause, dict[str, Any]]:
+def existing_jobs(app_name: str, user_id: str, job_ids: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """Which of these jobs are queued (any status) or already wrote their first memory: enqueueing adds nothing for them.
 
-    One statement for both tables: it runs on the request path.
+    One statement for both tables, as driver-level SQL for ``RawTransaction.batch``
+    (the driver renders the tuple as ``('a', 'b')``; SQLAlchemy's expanding
+    parameter was compiled again on every call): it runs on the request path.
+    ``job_ids`` must not be empty.
     """
-    stmt = text(
-        f"SELECT job_id FROM {J} WHERE app_name = :app AND user_id = :user AND job_id IN :ids "
-        "UNION ALL SELECT memory_id FROM agent_memories WHERE app_name = :app AND user_id = :user AND memory_id IN :ids"
+    sql = (
+        f"SELECT job_id FROM {J} WHERE app_name = %(app)s AND user_id = %(user)s AND job_id IN %(ids)s "
+        "UNION ALL SELECT memory_id FROM agent_memories "
+        "WHERE app_name = %(app)s AND user_id = %(user)s AND memory_id IN %(ids)s"
     )
-    return stmt.bindparams(bindparam("ids", expanding=True)), {"app": app_name, "user": user_id, "ids": list(job_ids)}
+    return sql, {"app": app_name, "user": user_id, "ids": tuple(job_ids)}
 
 
 def enqueue_job() -> TextClause:
@@ -52,6 +58,27 @@ def enqueue_job() -> TextClause:
         "next_attempt_at, created_at) VALUES (:app_name, :user_id, :job_id, :session_id, :payload, :generation, "
         "'pending', 0, :now, :now)"
     )
+
+
+RAW_ENQUEUE_JOBS = (
+    f"INSERT INTO {J} (app_name, user_id, job_id, session_id, payload, generation, status, attempts, "
+    "next_attempt_at, created_at) VALUES (%(app_name)s, %(user_id)s, %(job_id)s, %(session_id)s, %(payload)s, "
+    "%(generation)s, 'pending', 0, %(now)s, %(now)s)"
+)
+""":func:`enqueue_job` for ``RawTransaction.batch``: a list of rows becomes one multi-row INSERT."""
+
+
+def session_turns(app_name: str, user_id: str, session_id: str) -> tuple[TextClause, dict[str, Any]]:
+    """A stored session's FULL event log (compacted events included) with each event's place, in ``seq`` order.
+
+    ``queries.session_event_log`` with the ``seq`` too: ``add_session_to_memory``
+    takes the turns' positions from here instead of asking for them again.
+    """
+    stmt = text(
+        "SELECT seq, event_json FROM session_events WHERE app_name = :app AND user_id = :user AND session_id = :sid "
+        "ORDER BY seq"
+    )
+    return stmt, {"app": app_name, "user": user_id, "sid": session_id}
 
 
 def due_jobs(now: datetime, stale_before: datetime, limit: int) -> tuple[TextClause, dict[str, Any]]:

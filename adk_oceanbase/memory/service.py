@@ -39,7 +39,7 @@ from .extraction import LlmExtractor, MemoryDraft, memory_id_for
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts
 from .retrieval import ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for
-from .pipeline import ExtractionPipeline, PipelineSettings
+from .pipeline import ExtractionPipeline, PipelineSettings, chosen_pipeline
 from .search_scope import SearchFilters
 from .settings import MemorySettings, ScoreWeights
 from .shared import SharedKnowledge, check_scope_write, with_shared
@@ -80,11 +80,11 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
             ``memory_terms`` and its embedding all derive from the redacted text. Unset: off.
         audit: :class:`~adk_oceanbase.audit.AuditSettings` (share the session
             service's) to write ``audit_log`` rows. Unset: off.
-        pipeline: :class:`~adk_oceanbase.memory.pipeline.PipelineSettings` to take
-            extraction off the request path: ``add_session_to_memory`` and
-            ``add_events_to_memory`` queue the session's exchanges durably in the
-            database and return; workers (in this process or others) extract.
-            Unset: extraction runs inside the call, as before.
+        pipeline: :class:`~adk_oceanbase.memory.pipeline.PipelineSettings`: ``add_session_to_memory``
+            and ``add_events_to_memory`` queue the exchanges durably and return; workers
+            (here or in other processes) extract; ``flush()`` waits for them.  Unset: the
+            default pipeline when an ``extractor`` is given, none without (``chosen_pipeline``);
+            ``False``: extraction inside the call (inline); ``True``: the default pipeline.
         shared: :class:`~adk_oceanbase.memory.shared.SharedKnowledge`: app- or
             agent-scoped memories ``search_memory`` adds to every user's hits,
             and who may write them.  Unset: none.
@@ -115,7 +115,7 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         auto_setup: bool = True,
         redaction: RedactionPolicy | None = None,
         audit: AuditSettings | None = None,
-        pipeline: PipelineSettings | None = None,
+        pipeline: PipelineSettings | bool | None = None,
         shared: SharedKnowledge | None = None,
         uri: str | None = None,
         agents_dir: str | None = None,
@@ -129,8 +129,8 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         self._extractor = extractor
         self._vectorizer = Vectorizer(self._db, self._embedder, self.settings)
         # issue #31: the durable extraction queue, and knowledge shared beyond one user
-        self._pipeline = None if pipeline is None else ExtractionPipeline(
-            self._db, extractor, pipeline, self.settings, related=self._related, write=self._write_extracted)
+        self._pipeline = None if (chosen := chosen_pipeline(pipeline, extractor)) is None else ExtractionPipeline(
+            self._db, extractor, chosen, self.settings, related=self._related, write=self._write_extracted)
         self.shared = shared
 
     @property
@@ -230,6 +230,9 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         log lacks (a session held only in memory) are taken from ``session``.
         """
         app, user = check_id("app_name", session.app_name), check_id("user_id", session.user_id)
+        if self._pipeline is not None:  # issue #31: read and queue in three round trips, return
+            await self._enqueue_session(app, user, session)
+            return
         start = await self._started(app, user)  # before the log is read: an erasure after this point wins
         events = list(session.events)
         stored = await self._stored_events(app, user, session.id)
@@ -453,6 +456,3 @@ def _confidence(value: Any) -> float:
     if not 0.0 <= x <= 1.0:
         raise ValidationError(f"custom_metadata['confidence'] must be a number between 0 and 1, got {value!r}")
     return x
-
-
-

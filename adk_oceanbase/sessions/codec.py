@@ -37,6 +37,7 @@ __all__ = [
     "check_state_size",
     "decode_event",
     "decode_events",
+    "decode_text_parts",
     "gc_paused",
     "decode_value",
     "encode_event",
@@ -314,6 +315,21 @@ def decode_event(payload: str) -> Event:
                 _drop_path(data, loc)
             logger.warning("dropped %d event field(s) unknown to this ADK version: %s", len(extras), extras)
     return Event.model_validate(data)
+
+
+def decode_text_parts(payload: str) -> tuple[str, str, float, list[tuple[str, bool]]]:
+    """A stored event's id, author, timestamp and text parts ``(text, thought)``, without building an ``Event``.
+
+    For readers that need only what was said: memory's extraction queue reads
+    a whole stored session on ``add_session_to_memory``'s request path, where
+    validating 50 LoCoMo turns as ADK ``Event`` models costs 1.5 ms of CPU and
+    this 0.23 ms (issue #31).  The JSON is :func:`encode_event`'s
+    (``model_dump`` by field name, ``None`` left out).
+    """
+    data = json.loads(payload)
+    content = data.get("content") or {}
+    parts = [(p["text"], bool(p.get("thought"))) for p in content.get("parts") or () if p.get("text")]
+    return str(data["id"]), str(data.get("author") or ""), float(data["timestamp"]), parts
 
 
 def _drop_path(data: Any, loc: tuple[Any, ...]) -> None:

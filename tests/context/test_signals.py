@@ -91,7 +91,7 @@ class BrokenEmbedder(HashEmbedder):
 
 
 async def test_memory_supersession_and_embedding_failure_metrics(engine_db, reader):
-    memory = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), extractor=echo_facts(), settings=MemorySettings(**FAST))
+    memory = OceanBaseMemoryService(database=engine_db, embedder=HashEmbedder(), pipeline=False, extractor=echo_facts(), settings=MemorySettings(**FAST))
     try:
         now = time.time()
         old, new = "My flight to Tokyo leaves on the 5th of May at 9am", "My flight to Tokyo leaves on the 5th of May at 9am!!"

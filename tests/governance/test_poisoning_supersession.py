@@ -72,7 +72,7 @@ async def superseded(db) -> dict[str, str | None]:
 
 
 def service(db, ex: LlmExtractor | None = None, **kw) -> OceanBaseMemoryService:
-    return OceanBaseMemoryService(database=db, embedder=HashEmbedder(), extractor=ex,
+    return OceanBaseMemoryService(database=db, embedder=HashEmbedder(), pipeline=False, extractor=ex,
                                   settings=MemorySettings(bump_access=False), **kw)
 
 
