@@ -114,11 +114,11 @@ def _scenario_runs(app: str, user: str, scenarios: Sequence[str]) -> Any:
 
 
 def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -> Select:
-    """The scenarios' newest known outcomes (the recency window of each path is taken from them)."""
+    """The scenarios' newest known outcomes, all paths together: recall weighs each by its age among them."""
     return (
         select(runs.c.path_hash, runs.c.outcome)
         .where(_scenario_runs(app, user, scenarios), runs.c.outcome.in_(("success", "failure")))
-        .order_by(runs.c.created_at.desc())
+        .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
         .limit(limit)
     )
 

@@ -2,8 +2,14 @@
 
 A request joins the scenario whose centroid (the normalised sum of its
 members' unit vectors) is nearest by cosine, if at least
-``ProceduralSettings.similarity``; otherwise it starts a new one.  An
-explicit label (``{"scenario": "refund"}`` in the outcome signal, or
+``ProceduralSettings.similarity``; otherwise it starts a new one.  A
+task's first requests can start two scenarios before either centroid
+settles (two wordings of one task at 0.55); once a centroid moves within
+``ProceduralSettings.merge_similarity`` of another, the two are merged
+(:class:`Grouping` decides, :func:`.ledger.merge_scenarios` moves the
+rows).  Centroids of different tasks stay further apart than single
+requests do, so merging by centroids is safer than a lower join threshold.
+An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
 """
@@ -18,7 +24,10 @@ import numpy as np
 
 from .stats import decode_vector
 
-__all__ = ["Centroid", "centroids", "label_id", "near", "nearest", "new_id", "request_hash"]
+__all__ = ["HEADER_ID", "Centroid", "Grouping", "centroids", "label_id", "near", "nearest", "new_id", "request_hash"]
+
+HEADER_ID = ""
+"""The scenario id of a scope's header row: the lock every procedural write of the scope takes first."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +36,7 @@ class Centroid:
     label: str | None
     direction: np.ndarray | None  # unit vector, or None for a label with no vectors yet
     members: int
+    total: np.ndarray | None = None  # the members' vector sum (what a merge adds up)
 
 
 def request_hash(text: str) -> str:
@@ -47,10 +57,16 @@ def centroids(rows: Iterable[Any], model: str) -> list[Centroid]:
     """Decoded scenario rows; vectors of another embedding model are not comparable and are ignored."""
     out = []
     for r in rows:
+        if r.scenario_id == HEADER_ID:
+            continue
         total = decode_vector(r.vector_sum) if r.embedding_model in (None, model) else None
-        norm = float(np.linalg.norm(total)) if total is not None else 0.0
-        out.append(Centroid(r.scenario_id, r.label, total / norm if norm > 0 else None, int(r.members)))
+        out.append(_centroid(r.scenario_id, r.label, total, int(r.members)))
     return out
+
+
+def _centroid(scenario_id: str, label: str | None, total: np.ndarray | None, members: int) -> Centroid:
+    norm = float(np.linalg.norm(total)) if total is not None else 0.0
+    return Centroid(scenario_id, label, total / norm if norm > 0 else None, members, total)
 
 
 def nearest(vec: np.ndarray, known: Sequence[Centroid], threshold: float) -> tuple[str | None, float]:
@@ -75,3 +91,60 @@ def near(vec: np.ndarray, known: Sequence[Centroid], threshold: float, limit: in
     scored = [(c.scenario_id, float(np.dot(c.direction, vec))) for c in known
               if c.direction is not None and c.direction.shape == vec.shape]
     return sorted((x for x in scored if x[1] >= threshold), key=lambda x: -x[1])[:limit]
+
+
+class Grouping:
+    """The scenarios of one scope while one extraction assigns its requests: join, start, merge.
+
+    Pure: the store reads the centroids under the scope's header lock, asks
+    this for each request, and writes what it decided (the runs, then each
+    merge), so concurrent extractors never decide on a stale picture.
+
+    Example:
+        >>> g = Grouping([], join=0.9, merge=0.7)
+        >>> g.assign(np.array([1.0, 0.0]), "a"), g.assign(np.array([0.6, 0.8]), "b")  # two wordings at 0.6: two scenarios
+        (('a', []), ('b', []))
+        >>> g.assign(np.array([0.8, 0.6]), "c")  # joins b, whose centroid moves within 0.7 of a's: a joins b (larger)
+        ('b', [('a', 'b')])
+    """
+
+    def __init__(self, known: Sequence[Centroid], *, join: float, merge: float | None):
+        self.known = {c.scenario_id: c for c in known}
+        self.join, self.merge = join, merge
+
+    def assign(self, vec: np.ndarray, new: str) -> tuple[str, list[tuple[str, str]]]:
+        """Adds the unit vector ``vec``: ``(its scenario, [(merged, into), ...])``; ``new`` names a scenario it starts."""
+        target, _score = nearest(vec, list(self.known.values()), self.join)
+        target = target or new
+        self.add(target, vec)
+        merges = []
+        while (pair := self._merge_of(target)) is not None:
+            src, dst = pair
+            self._fold(src, dst)
+            merges.append(pair)
+            target = dst
+        return target, merges
+
+    def add(self, scenario: str, vec: np.ndarray) -> None:
+        have = self.known.get(scenario)
+        total = vec if have is None or have.total is None else have.total + vec
+        self.known[scenario] = _centroid(scenario, have.label if have else None, total, (have.members if have else 0) + 1)
+
+    def _merge_of(self, scenario: str) -> tuple[str, str] | None:
+        me = self.known[scenario]
+        if self.merge is None or me.label or me.direction is None:
+            return None  # an explicit label names its scenario outright: never merged away or into
+        others = [c for c in self.known.values() if c.scenario_id != scenario and not c.label]
+        other, _score = nearest(me.direction, others, self.merge)
+        if other is None:
+            return None
+        them = self.known[other]
+        # the smaller joins the larger (fewer rows move); ties: the smaller id stays, so every extractor agrees
+        keep = min((me, them), key=lambda c: (-c.members, c.scenario_id))
+        gone = them if keep is me else me
+        return gone.scenario_id, keep.scenario_id
+
+    def _fold(self, src: str, dst: str) -> None:
+        a, b = self.known.pop(src), self.known[dst]
+        total = b.total if a.total is None else (a.total if b.total is None else a.total + b.total)
+        self.known[dst] = _centroid(dst, b.label, total, a.members + b.members)

@@ -36,9 +36,16 @@ class ProceduralSettings:
     """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
     pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
 
-    recent_window: int = 20
-    """Known outcomes per path that the confidence is computed over: the newest ones, so a path that
-    stopped working loses its rank within this many sessions (issue 27's drift goal)."""
+    half_life: float | None = 10.0
+    """Recency weighting: an outcome counts half once this many newer known outcomes of its scenario
+    (any path) were recorded, a quarter after twice as many.  Ages run on the scenario's clock, not the
+    path's, so a path nobody tries any more loses its old evidence too and is explored again, and a path
+    that stopped working drops in rank within a few runs (issue 27's drift goal: the benchmark's drifted
+    scenario switches within 20 sessions).  ``None``: every outcome in the window counts fully."""
+
+    recent_window: int = 60
+    """Newest known outcomes of a scenario (all its paths together) that ranking and confidence read;
+    at the default half-life the oldest of them weighs 1.6 %."""
 
     min_samples: int = 3
     """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
@@ -62,5 +69,7 @@ class ProceduralSettings:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")
+        if self.half_life is not None and (isinstance(self.half_life, bool) or not self.half_life > 0):
+            raise ConfigurationError(f"ProceduralSettings.half_life must be positive or None, got {self.half_life!r}")
         if not 0.0 <= self.min_confidence <= 1.0 or not self.z > 0:
             raise ConfigurationError("ProceduralSettings.min_confidence must be in [0, 1] and z positive")

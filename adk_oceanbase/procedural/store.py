@@ -277,7 +277,8 @@ class ProcedureStore(DatabaseService):
         """The paths that worked best for the scenario ``query`` (or the label ``scenario``) belongs to.
 
         Returns a :class:`~.recall.Recall`: promoted paths by confidence (the
-        Wilson lower bound of their newest ``recent_window`` known outcomes),
+        Wilson lower bound of their outcomes among the scenario's newest
+        ``recent_window``, weighted by recency: ``half_life``),
         each with its success rate, sample size, median iterations and
         failure reasons, and the paths to avoid.  ``user_id`` is needed when
         the settings' scope is ``"user"``.  Tainted paths and paths with
@@ -305,7 +306,7 @@ class ProcedureStore(DatabaseService):
 
         async def read(conn: AsyncConnection) -> Recall:
             stats = (await conn.execute(q.stats_of(app, scope, ids))).mappings().all()
-            recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window * max(len(stats), 1) * 4))).all()
+            recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window))).all()
             iters = (await conn.execute(q.success_iterations(app, scope, ids))).all()
             fails = (await conn.execute(q.failure_reasons(app, scope, ids))).all()
             return build_recall(ids[0], targets[0][1], stats, recent, iters, fails, self.settings, top_k)
