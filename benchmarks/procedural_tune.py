@@ -6,7 +6,8 @@ from the real store; these only choose the knobs):
 * ``grouping``: MiniLM vectors of ``TUNE_WORDINGS`` (12 tasks that are not
   the reported 20) in the benchmark's schedule, assigned by
   :class:`adk_oceanbase.procedural.scenarios.Grouping` for each
-  ``merge_similarity``: scenarios found, purity, tasks split;
+  ``merge_similarity`` (paths drawn uniformly, as early sessions explore):
+  scenarios found, purity, tasks split;
 * ``policy``: the scripted agent against the pure ranking
   (:func:`adk_oceanbase.procedural.recall.build_recall`) on ``TUNE_SEEDS``,
   for each ``half_life`` and follow bar: expected success after 30 sessions
@@ -15,7 +16,7 @@ from the real store; these only choose the knobs):
 
 Usage::
 
-    python benchmarks/procedural_tune.py grouping [--merge 0.6,0.65,0.7,0.75,0.8]
+    python benchmarks/procedural_tune.py grouping [--merge none,0.3,0.4,0.45,0.5] [--overlap 0.5]
     python benchmarks/procedural_tune.py policy [--half-life 5,10,15] [--follow 0.4,0.5,0.6,draws]
 """
 
@@ -52,24 +53,27 @@ def schedule(env, seed: int) -> list:
     return order
 
 
-def grouping(merges: list[float | None], join: float) -> None:
+def grouping(merges: list[float | None], join: float, overlap: float) -> None:
     import numpy as np
 
     from adk_oceanbase.memory.embedding import SentenceTransformerEmbedder, normalize_rows
 
-    model = SentenceTransformerEmbedder()
+    runs = {}
+    for seed in TUNE_SEEDS:
+        env = build(seed, TUNE_WORDINGS)
+        order = schedule(env, seed)
+        pick = random.Random(seed + 9)  # early sessions explore: a path drawn uniformly per request
+        runs[seed] = [(task, env.request(task), path_hash(list(task.paths[pick.randrange(4)].tools))) for task in order]
+    texts = sorted({text for rows in runs.values() for _t, text, _p in rows})
+    vectors = dict(zip(texts, normalize_rows(np.asarray(SentenceTransformerEmbedder().embed(texts)))))
     for merge in merges:
         found, purity, split = [], [], []
-        for seed in TUNE_SEEDS:
-            env = build(seed, TUNE_WORDINGS)
-            order = schedule(env, seed)
-            texts = [env.request(s) for s in order]
-            vecs = normalize_rows(np.asarray(model.embed(texts)))
-            g = sc.Grouping([], join=join, merge=merge)
+        for seed, rows in runs.items():
+            g = sc.Grouping([], join=join, merge=merge, overlap=overlap)
             where: list[str] = []
             moved: dict[str, str] = {}
-            for k, (task, vec) in enumerate(zip(order, vecs)):
-                got, merged = g.assign(vec, f"s{k}")
+            for k, (_task, text, path) in enumerate(rows):
+                got, merged = g.assign(vectors[text], f"s{k}", path)
                 moved.update(dict(merged))
                 where.append(got)
 
@@ -79,16 +83,16 @@ def grouping(merges: list[float | None], join: float) -> None:
                 return s
 
             groups: dict[str, list[str]] = defaultdict(list)
-            for task, s in zip(order, where):
+            for (task, _text, _path), s in zip(rows, where):
                 groups[final(s)].append(task.name)
             found.append(len(groups))
-            purity.append(sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(order))
+            purity.append(sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(rows))
             homes = defaultdict(set)
             for s, v in groups.items():
                 for t in v:
                     homes[t].add(s)
             split.append(sum(1 for h in homes.values() if len(h) > 1))
-        print(json.dumps({"merge_similarity": merge, "join": join, "tasks": len(TUNE_WORDINGS),
+        print(json.dumps({"merge_similarity": merge, "merge_overlap": overlap, "join": join, "tasks": len(TUNE_WORDINGS),
                           "scenarios_found": found, "purity": [round(p, 3) for p in purity], "tasks_split": split}))
 
 
@@ -137,7 +141,8 @@ def policy(half_life: float | None, follow: float | None, condition: str, seed: 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("part", choices=["grouping", "policy"])
-    parser.add_argument("--merge", default="none,0.6,0.65,0.7,0.75,0.8")
+    parser.add_argument("--merge", default="none,0.3,0.4,0.45,0.5,0.6,0.7")
+    parser.add_argument("--overlap", type=float, default=ProceduralSettings().merge_overlap)
     parser.add_argument("--join", type=float, default=ProceduralSettings().similarity)
     parser.add_argument("--half-life", default="none,5,8,10,15,20")
     parser.add_argument("--follow", default="draws,0.4,0.5,0.6")
@@ -148,7 +153,7 @@ def main() -> None:
         return [None if x in (none, "draws") else float(x) for x in text.split(",")]
 
     if args.part == "grouping":
-        grouping(floats(args.merge), args.join)
+        grouping(floats(args.merge), args.join, args.overlap)
         return
     for hl in floats(args.half_life):
         for follow in floats(args.follow):

@@ -19,7 +19,16 @@ from ..schema import procedure_stats as stats
 __all__ = [
     "COUNTS",
     "add_stats",
+    "delete_stats_of",
+    "lock_headers",
+    "lock_stats_of",
+    "move_runs",
+    "scope_paths",
+    "taint_stats",
+    "touch_header",
     "delete_empty_stats",
+    "delete_orphan_scenarios",
+    "procedural_apps",
     "failure_reasons",
     "lock_run",
     "lock_scenario",
@@ -90,6 +99,67 @@ def delete_empty_stats(app: str, user: str, keys: Sequence[tuple[str, str]]) -> 
         tuple_(stats.c.scenario_id, stats.c.path_hash).in_(list(keys)),
         stats.c.successes + stats.c.failures + stats.c.unknowns <= 0,
     )
+
+
+def touch_header(app: str, user: str, now: datetime) -> Insert:
+    """The scope's header row (``scenario_id`` ``''``), created if missing and changed by nothing: its lock row."""
+    stmt = mysql_insert(scen).values(app_name=app, user_id=user, scenario_id="", members=0, created_at=now, updated_at=now)
+    return stmt.on_duplicate_key_update(app_name=scen.c.app_name)
+
+
+def lock_headers(app: str, users: Sequence[str] | None = None) -> Select:
+    """The header rows of the app's scopes (of ``users`` only, if given), locked in key order; none are created."""
+    stmt = select(scen.c.user_id).where(scen.c.app_name == app, scen.c.scenario_id == "")
+    if users is not None:
+        stmt = stmt.where(scen.c.user_id.in_(list(users)))
+    return stmt.order_by(scen.c.user_id).with_for_update()
+
+
+def delete_orphan_scenarios(app: str) -> Delete:
+    """The app's scenarios (labelled ones, scope headers) that no stored run counts in.
+
+    A header is kept while its scope has any scenario; every other scenario while any run names it.
+    """
+    other = scen.alias("other")
+    no_run = ~select(runs.c.app_name).where(
+        runs.c.app_name == scen.c.app_name, runs.c.scope_user == scen.c.user_id, runs.c.scenario_id == scen.c.scenario_id
+    ).exists()
+    no_scenario = ~select(other.c.app_name).where(
+        other.c.app_name == scen.c.app_name, other.c.user_id == scen.c.user_id, other.c.scenario_id != ""
+    ).exists()
+    return delete(scen).where(
+        scen.c.app_name == app,
+        ((scen.c.scenario_id != "") & no_run & (scen.c.members <= 0)) | ((scen.c.scenario_id == "") & no_scenario),
+    )
+
+
+def procedural_apps() -> Select:
+    """Apps with procedural rows: retention visits them even when they have no sessions or memories left."""
+    return select(runs.c.app_name).distinct().union(select(scen.c.app_name).distinct())
+
+
+def scope_paths(app: str, user: str) -> Select:
+    """Which paths each scenario of a scope was run on (what a merge compares)."""
+    return select(stats.c.scenario_id, stats.c.path_hash).where(stats.c.app_name == app, stats.c.user_id == user)
+
+
+def move_runs(app: str, user: str, src: str, dst: str) -> Update:
+    """A merge: the runs of scenario ``src`` now count in ``dst``."""
+    return update(runs).where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id == src).values(
+        scenario_id=dst
+    )
+
+
+def lock_stats_of(app: str, user: str, scenario: str) -> Select:
+    return select(stats).where(stats.c.app_name == app, stats.c.user_id == user, stats.c.scenario_id == scenario).with_for_update()
+
+
+def delete_stats_of(app: str, user: str, scenario: str) -> Delete:
+    return delete(stats).where(stats.c.app_name == app, stats.c.user_id == user, stats.c.scenario_id == scenario)
+
+
+def taint_stats(app: str, user: str, scenario: str, path: str, now: datetime) -> Update:
+    return update(stats).where(_stats_where(app, user, scenario, path)).values(tainted=1, updated_at=now)
 
 
 def scenarios_of(app: str, user: str) -> Select:

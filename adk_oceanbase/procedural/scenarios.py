@@ -4,11 +4,14 @@ A request joins the scenario whose centroid (the normalised sum of its
 members' unit vectors) is nearest by cosine, if at least
 ``ProceduralSettings.similarity``; otherwise it starts a new one.  A
 task's first requests can start two scenarios before either centroid
-settles (two wordings of one task at 0.55); once a centroid moves within
-``ProceduralSettings.merge_similarity`` of another, the two are merged
-(:class:`Grouping` decides, :func:`.ledger.merge_scenarios` moves the
-rows).  Centroids of different tasks stay further apart than single
-requests do, so merging by centroids is safer than a lower join threshold.
+settles: MiniLM puts two wordings of one task as low as 0.29 and two tasks
+as high as 0.79 (the tune split's 12 tasks), so no cosine threshold alone
+separates them.  What the runs did does: two scenarios whose centroids are
+within ``ProceduralSettings.merge_similarity`` and whose tried tool paths
+overlap (Jaccard at least ``merge_overlap``) are one task, and are merged
+(:class:`Grouping` decides, :func:`.ledger.merge_scenarios` moves the rows).
+On the tune split that took the tasks split over several scenarios from
+6-9 of 12 to 0-3, purity 0.93-1.0 (``benchmarks/procedural_tune.py grouping``).
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
@@ -18,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -102,21 +105,26 @@ class Grouping:
 
     Example:
         >>> g = Grouping([], join=0.9, merge=0.7)
-        >>> g.assign(np.array([1.0, 0.0]), "a"), g.assign(np.array([0.6, 0.8]), "b")  # two wordings at 0.6: two scenarios
+        >>> g.assign(np.array([1.0, 0.0]), "a", "p1"), g.assign(np.array([0.6, 0.8]), "b", "p2")  # two wordings at 0.6
         (('a', []), ('b', []))
-        >>> g.assign(np.array([0.8, 0.6]), "c")  # joins b, whose centroid moves within 0.7 of a's: a joins b (larger)
+        >>> g.assign(np.array([0.8, 0.6]), "c", "p1")  # joins b, now within 0.7 of a and run the same ways: a joins b
         ('b', [('a', 'b')])
     """
 
-    def __init__(self, known: Sequence[Centroid], *, join: float, merge: float | None):
+    def __init__(
+        self, known: Sequence[Centroid], *, join: float, merge: float | None, overlap: float = 0.5,
+        paths: Mapping[str, Iterable[str]] | None = None,
+    ):
         self.known = {c.scenario_id: c for c in known}
-        self.join, self.merge = join, merge
+        self.paths = {k: set(v) for k, v in (paths or {}).items()}
+        self.join, self.merge, self.overlap = join, merge, overlap
 
-    def assign(self, vec: np.ndarray, new: str) -> tuple[str, list[tuple[str, str]]]:
-        """Adds the unit vector ``vec``: ``(its scenario, [(merged, into), ...])``; ``new`` names a scenario it starts."""
+    def assign(self, vec: np.ndarray, new: str, path: str | None = None) -> tuple[str, list[tuple[str, str]]]:
+        """Adds the unit vector ``vec`` run on ``path``: ``(its scenario, [(merged, into), ...])``; ``new``
+        names a scenario it starts."""
         target, _score = nearest(vec, list(self.known.values()), self.join)
         target = target or new
-        self.add(target, vec)
+        self.add(target, vec, path)
         merges = []
         while (pair := self._merge_of(target)) is not None:
             src, dst = pair
@@ -125,16 +133,21 @@ class Grouping:
             target = dst
         return target, merges
 
-    def add(self, scenario: str, vec: np.ndarray) -> None:
+    def add(self, scenario: str, vec: np.ndarray | None, path: str | None = None) -> None:
         have = self.known.get(scenario)
-        total = vec if have is None or have.total is None else have.total + vec
-        self.known[scenario] = _centroid(scenario, have.label if have else None, total, (have.members if have else 0) + 1)
+        if vec is not None:
+            total = vec if have is None or have.total is None else have.total + vec
+            self.known[scenario] = _centroid(scenario, have.label if have else None, total, (have.members if have else 0) + 1)
+        if path is not None:
+            self.paths.setdefault(scenario, set()).add(path)
 
     def _merge_of(self, scenario: str) -> tuple[str, str] | None:
         me = self.known[scenario]
         if self.merge is None or me.label or me.direction is None:
             return None  # an explicit label names its scenario outright: never merged away or into
-        others = [c for c in self.known.values() if c.scenario_id != scenario and not c.label]
+        mine = self.paths.get(scenario, set())
+        others = [c for c in self.known.values() if c.scenario_id != scenario and not c.label
+                  and _jaccard(mine, self.paths.get(c.scenario_id, set())) >= self.overlap]
         other, _score = nearest(me.direction, others, self.merge)
         if other is None:
             return None
@@ -148,3 +161,8 @@ class Grouping:
         a, b = self.known.pop(src), self.known[dst]
         total = b.total if a.total is None else (a.total if b.total is None else a.total + b.total)
         self.known[dst] = _centroid(dst, b.label, total, a.members + b.members)
+        self.paths.setdefault(dst, set()).update(self.paths.pop(src, set()))
+
+
+def _jaccard(a: set[str], b: set[str]) -> float:
+    return len(a & b) / len(a | b) if a and b else 0.0

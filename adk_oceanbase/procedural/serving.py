@@ -36,7 +36,7 @@ def _path(p: Procedure) -> str:
 
 def _worked(p: Procedure) -> str:
     line = (f"- Suggested path: {_path(p)}; {round((p.recent_success_rate or 0) * 100)}% of its "
-            f"{p.recent_samples} recent runs succeeded, newest weighing most (confidence {p.confidence:.2f}, "
+            f"{p.recent_samples} recent runs succeeded (confidence {p.confidence:.2f}, "
             f"{p.samples} runs in all)")
     if p.median_iterations is not None:
         line += f", median {p.median_iterations:g} iteration(s)"

@@ -32,16 +32,28 @@ class ProceduralSettings:
     """Cosine a request needs to join a scenario.  MiniLM puts paraphrases of one task at 0.6-0.9 and
     different tasks of one domain at 0.2-0.5 (benchmarks/procedural.py's 22 scenarios)."""
 
+    merge_similarity: float | None = 0.45
+    """Two unlabelled scenarios whose centroids are this close and whose tried paths overlap
+    (``merge_overlap``) are merged: one task whose wordings started two.  Tuned on the tune split only
+    (``benchmarks/procedural_tune.py grouping``: 0.45 split 0-3 of 12 tasks, purity 0.93-1.0; none:
+    6-9 split).  ``None``: never merge."""
+
+    merge_overlap: float = 0.5
+    """Jaccard overlap of two scenarios' tried tool paths that a merge also needs."""
+
     pool_similarity: float | None = None
     """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
     pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
 
-    half_life: float | None = 10.0
+    half_life: float | None = 12.0
     """Recency weighting: an outcome counts half once this many newer known outcomes of its scenario
     (any path) were recorded, a quarter after twice as many.  Ages run on the scenario's clock, not the
     path's, so a path nobody tries any more loses its old evidence too and is explored again, and a path
     that stopped working drops in rank within a few runs (issue 27's drift goal: the benchmark's drifted
-    scenario switches within 20 sessions).  ``None``: every outcome in the window counts fully."""
+    scenario switches within 20 sessions).  12 was chosen on the tune split only (benchmarks/procedural_tune.py
+    policy: at 12 the drifted task switched after 8-12 sessions on every tune seed, 0.025 below the oracle
+    when nothing drifts; at 5-8 exploration cost 5-18 points, at 20 drift took up to 22 sessions).
+    ``None``: every outcome in the window counts fully."""
 
     recent_window: int = 60
     """Newest known outcomes of a scenario (all its paths together) that ranking and confidence read;
@@ -63,6 +75,10 @@ class ProceduralSettings:
             raise ConfigurationError("ProceduralSettings.outcome_key must be a non-empty string")
         if not 0.0 < self.similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.similarity must be in (0, 1]")
+        if self.merge_similarity is not None and not 0.0 < self.merge_similarity <= 1.0:
+            raise ConfigurationError("ProceduralSettings.merge_similarity must be in (0, 1] or None")
+        if not 0.0 < self.merge_overlap <= 1.0:
+            raise ConfigurationError("ProceduralSettings.merge_overlap must be in (0, 1]")
         if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.pool_similarity must be in (0, 1] or None")
         for name in ("recent_window", "min_samples"):
