@@ -57,13 +57,16 @@ async def sweep_runs(
     deleted = 0
     while True:
         async with transaction(db) as conn:
-            await conn.execute(q.lock_headers(app))  # no scenario is chosen or merged meanwhile
+            headers = [r[0] for r in (await conn.execute(q.lock_headers(app))).all()]  # no scenario is chosen meanwhile
             runs = (await conn.execute(q.user_runs(app, "", stored_before=cutoff, limit=batch))).mappings().all()
             n = await ledger.remove_runs(conn, app, runs, _now()) if runs else 0
             if len(runs) < batch:
                 # the last batch: labelled scenarios no run counts in any more, and the headers of scopes
                 # with no scenario left (what ledger.remove_runs keeps), so an expired app leaves nothing
                 await conn.execute(q.delete_orphan_scenarios(app))
+                kept = {r[0] for r in (await conn.execute(q.scopes_with_scenarios(app))).all()}
+                if empty := [h for h in headers if h not in kept]:
+                    await conn.execute(q.delete_headers(app, empty))
             if audit and n:
                 await conn.execute(AuditEntry("retention_sweep", app, row_count=n).insert())
         deleted += n

@@ -27,7 +27,9 @@ __all__ = [
     "taint_stats",
     "touch_header",
     "delete_empty_stats",
+    "delete_headers",
     "delete_orphan_scenarios",
+    "scopes_with_scenarios",
     "procedural_apps",
     "failure_reasons",
     "lock_run",
@@ -116,21 +118,20 @@ def lock_headers(app: str, users: Sequence[str] | None = None) -> Select:
 
 
 def delete_orphan_scenarios(app: str) -> Delete:
-    """The app's scenarios (labelled ones, scope headers) that no stored run counts in.
-
-    A header is kept while its scope has any scenario; every other scenario while any run names it.
-    """
-    other = scen.alias("other")
+    """The app's scenarios (labelled ones, or emptied) that no stored run counts in; never a scope's header."""
     no_run = ~select(runs.c.app_name).where(
         runs.c.app_name == scen.c.app_name, runs.c.scope_user == scen.c.user_id, runs.c.scenario_id == scen.c.scenario_id
     ).exists()
-    no_scenario = ~select(other.c.app_name).where(
-        other.c.app_name == scen.c.app_name, other.c.user_id == scen.c.user_id, other.c.scenario_id != ""
-    ).exists()
-    return delete(scen).where(
-        scen.c.app_name == app,
-        ((scen.c.scenario_id != "") & no_run & (scen.c.members <= 0)) | ((scen.c.scenario_id == "") & no_scenario),
-    )
+    return delete(scen).where(scen.c.app_name == app, scen.c.scenario_id != "", scen.c.members <= 0, no_run)
+
+
+def scopes_with_scenarios(app: str) -> Select:
+    return select(scen.c.user_id).distinct().where(scen.c.app_name == app, scen.c.scenario_id != "")
+
+
+def delete_headers(app: str, users: Sequence[str]) -> Delete:
+    """Headers of scopes with no scenario left (read first: MySQL cannot delete from a table its subquery reads)."""
+    return delete(scen).where(scen.c.app_name == app, scen.c.scenario_id == "", scen.c.user_id.in_(list(users)))
 
 
 def procedural_apps() -> Select:

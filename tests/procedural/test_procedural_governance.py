@@ -123,3 +123,17 @@ async def test_analyst_views_answer_from_the_aggregates(pdb):
         await ps.extract_session(session(run("i", REFUND, [("pay", {}, {"ok": 1})], ok)))
     weeks = await rows(pdb, "SELECT week_start, success_rate FROM v_procedure_weekly ORDER BY week_start")
     assert [round(float(r[1]), 3) for r in weeks] == [1.0, 0.333]
+
+
+async def test_retention_visits_apps_that_have_only_procedural_rows(pdb):
+    # the sessions were never stored here (or expired before): no session or memory names the app, and
+    # a sweep without apps= used to skip it, keeping its runs, counts and scenarios for ever
+    ps = store(pdb)
+    await ps.extract_session(session(run("i", REFUND, ["a"], True), app="lonely", user="ann"))
+    await ps.extract_session(session(run("i", REFUND, ["a"], {"success": True, "scenario": "refund"}), app="lonely", user="ann"))
+    async with transaction(pdb) as conn:
+        await conn.exec_driver_sql("UPDATE procedure_runs SET stored_at = stored_at - INTERVAL 40 DAY WHERE app_name = 'lonely'")
+    done = await sweep(pdb, RetentionPolicy(Retention(memory_ttl="30d")))
+    assert done.procedure_runs == 2
+    for table in ("procedure_runs", "procedure_stats", "procedure_scenarios"):  # the labelled scenario and the header too
+        assert await rows(pdb, f"SELECT * FROM {table} WHERE app_name = 'lonely'") == [], table
