@@ -62,7 +62,9 @@ async def test_recall_follows_a_path_that_stopped_working_and_forgets_stale_fail
     assert [p.tools for p in hit.procedures][0] == ["new"]  # 20 old successes: under a window of 20, "old" led
     every = {p.tools[0]: p for p in [*hit.procedures, *hit.avoid, *hit.unproven]}
     assert every["old"].confidence < every["new"].confidence and every["old"].samples == 26
-    # the scenario's clock ran 32 outcomes past "stale": its 3 failures weigh under a quarter each
+    # the scenario's clock ran 32 outcomes past "stale": its 3 failures weigh under a quarter each, so it
+    # is no longer a path to avoid (under a per-path window it was, for ever): an explorer may try it again
+    assert "stale" not in {p.tools[0] for p in hit.avoid} and "stale" in {p.tools[0] for p in hit.unproven}
     assert every["stale"].recent_samples == 3 and every["stale"].evidence < 0.6
     flat = await store(pdb, half_life=None).recall_procedures("shop", REFUND, top_k=5)
     assert {p.tools[0]: p.evidence for p in [*flat.procedures, *flat.avoid, *flat.unproven]}["stale"] == 3
