@@ -11,7 +11,7 @@ within ``ProceduralSettings.merge_similarity`` and whose tried tool paths
 overlap (Jaccard at least ``merge_overlap``) are one task, and are merged
 (:class:`Grouping` decides, :func:`.ledger.merge_scenarios` moves the rows).
 On the tune split that took the tasks split over several scenarios from
-6-9 of 12 to 0-3, purity 0.93-1.0 (``benchmarks/procedural_tune.py grouping``).
+6-9 of 12 to 0-3, purity 0.925-1.0 (``benchmarks/procedural_tune.py grouping``).
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.

@@ -35,7 +35,7 @@ class ProceduralSettings:
     merge_similarity: float | None = 0.45
     """Two unlabelled scenarios whose centroids are this close and whose tried paths overlap
     (``merge_overlap``) are merged: one task whose wordings started two.  Tuned on the tune split only
-    (``benchmarks/procedural_tune.py grouping``: 0.45 split 0-3 of 12 tasks, purity 0.93-1.0; none:
+    (``benchmarks/procedural_tune.py grouping``: 0.45 split 0-3 of 12 tasks, purity 0.925-1.0; none:
     6-9 split).  ``None``: never merge."""
 
     merge_overlap: float = 0.5
