@@ -116,7 +116,7 @@ async def move_scenario(
         await conn.execute(
             insert(procedure_scenarios).values(
                 app_name=app, user_id=scope, scenario_id=scenario, label=label,
-                vector_sum=encode_vector(vec) if vec is not None else None, members=1 if vec is not None else 0,
+                vector_sum=encode_vector(vec) if vec is not None else None, members=sign if vec is not None else 0,
                 embedding_model=model, created_at=now, updated_at=now,
             )
         )

@@ -157,8 +157,9 @@ class ProcedureStore(DatabaseService):
                     values = self._run_values(app, scope, inv, reason or None, label or None,
                                               vectors.get(inv.invocation_id), old, grouping)
                     merges = values.pop("_merges")
-                    changed += await self._apply(conn, key, old, values, now, from_events=True)
-                    for src, dst in merges:
+                    applied = await self._apply(conn, key, old, values, now, from_events=True)
+                    changed += applied
+                    for src, dst in merges if applied else ():  # a run left as it was joined nothing new
                         await ledger.merge_scenarios(conn, app, scope, src, dst, now)
                 if (entry := current_entry()) is not None:
                     entry.row_count = changed
