@@ -141,7 +141,8 @@ def procedural_apps() -> Select:
 
 def scope_paths(app: str, user: str) -> Select:
     """Which paths each scenario of a scope was run on (what a merge compares)."""
-    return select(stats.c.scenario_id, stats.c.path_hash).where(stats.c.app_name == app, stats.c.user_id == user)
+    # a locking read, like scenarios_of(lock=True): the newest committed paths, not the transaction's snapshot
+    return select(stats.c.scenario_id, stats.c.path_hash).where(stats.c.app_name == app, stats.c.user_id == user).with_for_update()
 
 
 def move_runs(app: str, user: str, src: str, dst: str) -> Update:
@@ -163,10 +164,13 @@ def taint_stats(app: str, user: str, scenario: str, path: str, now: datetime) ->
     return update(stats).where(_stats_where(app, user, scenario, path)).values(tainted=1, updated_at=now)
 
 
-def scenarios_of(app: str, user: str) -> Select:
-    return select(scen.c.scenario_id, scen.c.label, scen.c.vector_sum, scen.c.members, scen.c.embedding_model).where(
+def scenarios_of(app: str, user: str, *, lock: bool = False) -> Select:
+    """A scope's scenarios.  ``lock``: a locking read, which sees the newest committed rows; MySQL's plain
+    reads in a transaction see the snapshot its first read took, before the scope's lock was granted."""
+    stmt = select(scen.c.scenario_id, scen.c.label, scen.c.vector_sum, scen.c.members, scen.c.embedding_model).where(
         scen.c.app_name == app, scen.c.user_id == user
     )
+    return stmt.with_for_update() if lock else stmt
 
 
 def lock_scenario(app: str, user: str, scenario: str) -> Select:

@@ -146,7 +146,7 @@ class ProcedureStore(DatabaseService):
                 # scenarios are chosen here, under the scope's lock, on every centroid committed so far
                 await ledger.lock_scope(conn, app, scope, now)
                 grouping = sc.Grouping(
-                    await self._centroids(conn, app, scope), join=self.settings.similarity,
+                    await self._centroids(conn, app, scope, lock=True), join=self.settings.similarity,
                     merge=self.settings.merge_similarity, overlap=self.settings.merge_overlap,
                     paths=await ledger.scope_paths(conn, app, scope),
                 )
@@ -170,8 +170,9 @@ class ProcedureStore(DatabaseService):
         report["changed"], report["skipped"] = max(changed, 0), len(invs) if changed < 0 else 0
         return report
 
-    async def _centroids(self, conn: AsyncConnection, app: str, scope: str) -> list[sc.Centroid]:
-        return sc.centroids((await conn.execute(q.scenarios_of(app, scope))).all(), self._embedder.model_name)
+    async def _centroids(self, conn: AsyncConnection, app: str, scope: str, *, lock: bool = False) -> list[sc.Centroid]:
+        rows = (await conn.execute(q.scenarios_of(app, scope, lock=lock))).all()
+        return sc.centroids(rows, self._embedder.model_name)
 
     def _run_values(
         self, app: str, scope: str, inv: Invocation, reason: str | None, label: str | None,
