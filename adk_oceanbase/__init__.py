@@ -63,8 +63,14 @@ async def _sweep_procedure_runs(db, app: str, cutoff, **kw) -> int:
     return await sweep_runs(db, app, cutoff, **kw)
 
 
+def _procedural_apps():
+    from .procedural.queries import procedural_apps
+
+    return procedural_apps()
+
+
 _governance_extensions.register_user_eraser("procedure_runs", _erase_procedure_runs)
-_governance_extensions.register_retention_sweep("procedure_runs", _sweep_procedure_runs)
+_governance_extensions.register_retention_sweep("procedure_runs", _sweep_procedure_runs, apps=_procedural_apps)
 
 __version__ = "0.1.0"
 

@@ -10,9 +10,11 @@ handed to ``ProcedureStore.extract_session`` (MiniLM scenario grouping).
 
 Policies: ``none`` picks a path uniformly (no procedural memory); ``ours``
 asks ``recall_procedures`` and follows the top path when its confidence is
-at least every other path's Thompson draw (Beta over its recalled recent
-outcomes), else takes the path with the highest draw (untried paths at Beta(1, 1)); ``oracle`` always
-takes the best path.  Runs: ``clean``; ``noise`` (20 % of reported outcomes
+at least ``--follow`` (0.5), else takes the path with the highest Thompson
+draw (Beta over each path's recalled recency-weighted outcomes, untried
+paths at Beta(1, 1)); ``oracle`` always takes the best path.  The knobs
+were chosen on the tune split (``procedural_tune.py``: other tasks, seeds
+``TUNE_SEEDS``); this script refuses a tune seed.  Runs: ``clean``; ``noise`` (20 % of reported outcomes
 flipped; success is still measured on the truth); ``drift`` (scenario 0's
 best path collapses after half of its sessions and its worst becomes best).
 
@@ -38,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import Environment, Scenario, add_drift, build  # noqa: E402
+from _procedural_env import TUNE_SEEDS, Environment, Scenario, add_drift, build, choose  # noqa: E402
 
 from google.adk.agents.base_agent import BaseAgent  # noqa: E402
 from google.adk.agents.invocation_context import InvocationContext  # noqa: E402
@@ -47,6 +49,7 @@ from google.adk.events.event_actions import EventActions  # noqa: E402
 from google.genai import types  # noqa: E402
 
 WARMUP = 30  # sessions per scenario before the "after learning" success rate counts
+FOLLOW = 0.5  # the confidence at which the agent follows the top path: chosen on the tune split (procedural_tune.py)
 
 
 class ScriptedAgent(BaseAgent):
@@ -56,7 +59,7 @@ class ScriptedAgent(BaseAgent):
     env: Any
     store: Any = None
     noise: float = 0.0
-    last_scenario: Any = None
+    follow: float | None = FOLLOW
     current: Any = None  # the Scenario of this turn (the harness knows it; the agent only sees the text)
     last: dict = {}
 
@@ -67,21 +70,7 @@ class ScriptedAgent(BaseAgent):
         if self.policy == "none":
             return self.env.rng.randrange(len(sc.paths)), None
         recall = await self.store.recall_procedures(ctx.session.app_name, request, top_k=10)
-        self.last_scenario = recall.scenario_id
-        known = {tuple(p.tools): p for p in [*recall.procedures, *recall.avoid, *recall.unproven]}
-        top = recall.procedures[0] if recall.procedures else None
-        draws = []
-        for i, path in enumerate(sc.paths):
-            p = known.get(path.tools)
-            n = p.recent_samples if p else 0
-            wins = round((p.recent_success_rate or 0) * n) if p else 0
-            draws.append((self.env.rng.betavariate(wins + 1, n - wins + 1), i))
-        if top is not None:
-            i_top = next((i for i, path in enumerate(sc.paths) if path.tools == tuple(top.tools)), None)
-            if i_top is not None and top.confidence >= max(d for d, i in draws if i != i_top):
-                return i_top, top.tools  # confidence allows: follow the recalled path
-        # explore: Thompson sampling over the recalled counts of every path (untried ones at Beta(1, 1))
-        return max(draws)[1], (top.tools if top else None)
+        return choose(recall, sc, self.env.rng, self.follow)
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         request = " ".join(p.text for p in (ctx.user_content.parts or []) if p.text)
@@ -106,7 +95,10 @@ class ScriptedAgent(BaseAgent):
                     content=types.Content(role="model", parts=[types.Part(text="done" if ok else "could not do it")]))
 
 
-async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None) -> dict:
+async def run_one(
+    db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None,
+    follow: float | None = FOLLOW,
+) -> dict:
     from google.adk.runners import Runner
 
     from adk_oceanbase.procedural import ProceduralSettings, ProcedureStore
@@ -118,14 +110,14 @@ async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions:
     settings = ProceduralSettings(pool_similarity=pool)
     store = ProcedureStore(database=db, embedder=embedder, settings=settings) if policy == "ours" else None
     service = OceanBaseSessionService(database=db)
-    agent = ScriptedAgent(name="scripted", policy=policy, env=env, store=store, noise=0.2 if condition == "noise" else 0.0)
+    agent = ScriptedAgent(name="scripted", policy=policy, env=env, store=store, noise=0.2 if condition == "noise" else 0.0,
+                          follow=follow)
     runner = Runner(app_name=app, agent=agent, session_service=service)
     order = random.Random(seed + 2)
     schedule = [sc for sc in env.scenarios for _ in range(sessions // len(env.scenarios))]
     order.shuffle(schedule)
     seen: dict[str, int] = {}
-    per_session, drift_trace = [], []
-    grouping: dict[str, list[str]] = {}  # recalled scenario id -> the true scenarios of its requests
+    per_session, drift_trace, drift_wordings, task_of = [], [], [], {}
     drift_at = (sessions // len(env.scenarios)) // 2
     t0 = time.perf_counter()
     for k, sc in enumerate(schedule):
@@ -137,6 +129,7 @@ async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions:
         user = f"user{k % 50}"
         s = await service.create_session(app_name=app, user_id=user)
         text = env.request(sc)
+        task_of[s.id] = sc.name
         async for _ in runner.run_async(user_id=user, session_id=s.id,
                                         new_message=types.Content(role="user", parts=[types.Part(text=text)])):
             pass
@@ -144,16 +137,40 @@ async def run_one(db: Any, embedder: Any, policy: str, condition: str, sessions:
             await store.extract_session(await service.get_session(app_name=app, user_id=user, session_id=s.id))
         last = agent.last
         per_session.append((sc.name, seen[sc.name], last["ok"], last["calls"]))
-        if store is not None and agent.last_scenario is not None:
-            grouping.setdefault(agent.last_scenario, []).append(sc.name)
         if drift is sc and seen[sc.name] > drift_at:
             drift_trace.append(tuple(last["recommended"]) == sc.paths[sc.best].tools if last["recommended"] else False)
+            drift_wordings.append(next(i for i, w in enumerate(sc.wordings) if _matches(w, text)))
     took = time.perf_counter() - t0
     out = summarize(policy, condition, per_session, drift_trace, took)
-    if grouping:
-        matched = sum(len(v) for v in grouping.values())
-        majority = sum(max(v.count(n) for n in set(v)) for v in grouping.values())
-        out.update(scenarios_found=len(grouping), grouping_purity=majority / matched)
+    if drift_wordings:
+        out["drift_wordings"] = "".join(str(i) for i in drift_wordings)
+    if store is not None:
+        out.update(await grouping(db, app, task_of, drift.name if drift else None))
+    return out
+
+
+def _matches(wording: str, text: str) -> bool:
+    head, _, tail = wording.partition("{n}")
+    return text.startswith(head) and text.endswith(tail)
+
+
+async def grouping(db: Any, app: str, task_of: dict[str, str], drifted: str | None) -> dict:
+    """Where the store put each request in the end (after merges): scenarios found, purity, tasks split."""
+    from sqlalchemy import text
+
+    async with db.engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT session_id, scenario_id FROM procedure_runs WHERE app_name = :a"),
+                                   {"a": app})).all()
+    groups: dict[str, list[str]] = {}
+    homes: dict[str, set[str]] = {}
+    for sid, scenario in rows:
+        groups.setdefault(scenario, []).append(task_of[sid])
+        homes.setdefault(task_of[sid], set()).add(scenario)
+    majority = sum(max(v.count(n) for n in set(v)) for v in groups.values())
+    out = {"scenarios_found": len(groups), "grouping_purity": majority / max(len(rows), 1),
+           "tasks_split": sum(1 for h in homes.values() if len(h) > 1)}
+    if drifted:
+        out["drift_scenarios"] = len(homes.get(drifted, ()))
     return out
 
 
@@ -181,10 +198,14 @@ async def main() -> None:
     parser.add_argument("--runs", default="clean,noise,drift")
     parser.add_argument("--policies", default="none,ours,oracle")
     parser.add_argument("--pool-similarity", type=float, default=None, help="ProceduralSettings.pool_similarity")
+    parser.add_argument("--follow", default=str(FOLLOW), help="the agent's follow bar, or 'draws' (the old rule)")
     parser.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     parser.add_argument("--hash-embedder", action="store_true", help="HashEmbedder instead of MiniLM (faster, lexical)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
+    if args.seed in TUNE_SEEDS:
+        parser.error(f"seed {args.seed} is a tune seed ({TUNE_SEEDS}): report on others")
+    follow = None if args.follow == "draws" else float(args.follow)
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("google_adk").setLevel(logging.ERROR)
 
@@ -212,13 +233,15 @@ async def main() -> None:
         try:
             for condition in args.runs.split(","):
                 for policy in args.policies.split(","):
-                    r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity)
-                    r["pool_similarity"] = args.pool_similarity
+                    r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity, follow)
+                    r.update(pool_similarity=args.pool_similarity, follow=args.follow)
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"
-                          + (f" drift followed after {r.get('drift_followed_after')} ({r['drift_trace']})" if "drift_trace" in r else "")
-                          + (f" scenarios {r['scenarios_found']} purity {r['grouping_purity']:.3f}" if "scenarios_found" in r else "")
+                          + (f" drift followed after {r.get('drift_followed_after')} ({r['drift_trace']}, wordings "
+                             f"{r.get('drift_wordings')}, {r.get('drift_scenarios')} scenario(s))" if "drift_trace" in r else "")
+                          + (f" scenarios {r['scenarios_found']} purity {r['grouping_purity']:.3f} split {r['tasks_split']}"
+                             if "scenarios_found" in r else "")
                           + f" ({r['seconds']} s)", flush=True)
         finally:
             await db.close()

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Awaitable, Callable
 
+from sqlalchemy import Select
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-__all__ = ["RetentionSweep", "UserEraser", "register_retention_sweep", "register_user_eraser", "retention_sweeps",
-           "user_erasers"]
+__all__ = ["AppsQuery", "RetentionSweep", "UserEraser", "register_retention_sweep", "register_user_eraser",
+           "retention_apps", "retention_sweeps", "user_erasers"]
 
 UserEraser = Callable[[AsyncConnection, str, str], Awaitable[int]]
 """``(conn, app, user) -> rows removed``: runs inside the erasure's transaction, before the user's rows go."""
@@ -22,8 +23,12 @@ UserEraser = Callable[[AsyncConnection, str, str], Awaitable[int]]
 RetentionSweep = Callable[..., Awaitable[int]]
 """``(db, app, cutoff, *, batch, dry_run, audit) -> rows removed`` (or that would be, on a dry run)."""
 
+AppsQuery = Callable[[], Select]
+"""Builds a one-column ``SELECT`` of the app names a share has rows for."""
+
 _erasers: dict[str, UserEraser] = {}
 _sweeps: dict[str, RetentionSweep] = {}
+_apps: dict[str, AppsQuery] = {}
 
 
 def register_user_eraser(count_key: str, eraser: UserEraser) -> None:
@@ -31,9 +36,16 @@ def register_user_eraser(count_key: str, eraser: UserEraser) -> None:
     _erasers[count_key] = eraser
 
 
-def register_retention_sweep(field: str, sweep: RetentionSweep) -> None:
-    """``gc`` runs ``sweep`` with each app's memory cutoff and adds its count to ``SweepCounts.<field>``."""
+def register_retention_sweep(field: str, sweep: RetentionSweep, apps: AppsQuery | None = None) -> None:
+    """``gc`` runs ``sweep`` with each app's memory cutoff and adds its count to ``SweepCounts.<field>``.
+
+    ``apps`` names the apps the share has rows for: a sweep without ``apps=``
+    visits them too, so rows of an app with no sessions or memories left
+    (procedural runs outliving their sessions) still expire.
+    """
     _sweeps[field] = sweep
+    if apps is not None:
+        _apps[field] = apps
 
 
 def user_erasers() -> dict[str, UserEraser]:
@@ -43,3 +55,7 @@ def user_erasers() -> dict[str, UserEraser]:
 def retention_sweeps() -> dict[str, RetentionSweep]:
     return dict(_sweeps)
 
+
+
+def retention_apps() -> list[Select]:
+    return [build() for build in _apps.values()]

@@ -221,9 +221,10 @@ async def sweep(
     clock = await _clock(db, now)
     if wanted is None:
         async with connection(db) as conn:
-            targets = sorted({r[0] for r in (await conn.execute(q.select_apps())).all()}
-                             | {r[0] for r in (await conn.execute(lg.APPS)).all()}
-                             | {r[0] for r in (await conn.execute(agno_apps())).all()})
+            found = {r[0] for r in (await conn.execute(q.select_apps())).all()}
+            for query in (lg.APPS, agno_apps(), *extensions.retention_apps()):  # + procedural memory's (issue 27)
+                found |= {r[0] for r in (await conn.execute(query)).all()}
+            targets = sorted(found)
     else:
         targets = wanted
     for app in targets:

@@ -37,6 +37,7 @@ async def erase_user_runs(conn: AsyncConnection, app: str, user: str) -> int:
     erasure; the app's lose exactly the user's contributions, and a path or
     scenario only this user ever contributed to disappears.
     """
+    await conn.execute(q.lock_headers(app, sorted({"", user})))  # the lock order of every procedural write
     runs = (await conn.execute(q.user_runs(app, user))).mappings().all()
     return await ledger.remove_runs(conn, app, runs, _now()) if runs else 0
 
@@ -44,7 +45,10 @@ async def erase_user_runs(conn: AsyncConnection, app: str, user: str) -> int:
 async def sweep_runs(
     db: Database, app: str, cutoff: datetime, *, batch: int = 500, dry_run: bool = False, audit: bool = False
 ) -> int:
-    """Deletes the app's runs stored before ``cutoff`` (one transaction per batch), out of the aggregates first."""
+    """Deletes the app's runs stored before ``cutoff`` (one transaction per batch), out of the aggregates first.
+
+    Scenarios and scope headers left without any run go with the last batch.
+    """
     t = procedure_runs
     if dry_run:
         async with connection(db) as conn:
@@ -53,8 +57,16 @@ async def sweep_runs(
     deleted = 0
     while True:
         async with transaction(db) as conn:
+            headers = [r[0] for r in (await conn.execute(q.lock_headers(app))).all()]  # no scenario is chosen meanwhile
             runs = (await conn.execute(q.user_runs(app, "", stored_before=cutoff, limit=batch))).mappings().all()
             n = await ledger.remove_runs(conn, app, runs, _now()) if runs else 0
+            if len(runs) < batch:
+                # the last batch: labelled scenarios no run counts in any more, and the headers of scopes
+                # with no scenario left (what ledger.remove_runs keeps), so an expired app leaves nothing
+                await conn.execute(q.delete_orphan_scenarios(app))
+                kept = {r[0] for r in (await conn.execute(q.scopes_with_scenarios(app))).all()}
+                if empty := [h for h in headers if h not in kept]:
+                    await conn.execute(q.delete_headers(app, empty))
             if audit and n:
                 await conn.execute(AuditEntry("retention_sweep", app, row_count=n).insert())
         deleted += n

@@ -22,7 +22,8 @@ from ..schema import procedure_runs, procedure_scenarios
 from . import queries as q
 from .stats import decode_vector, encode_vector
 
-__all__ = ["Contribution", "add", "contribution", "move_scenario", "remove_runs", "subtract"]
+__all__ = ["Contribution", "add", "contribution", "lock_scope", "merge_scenarios", "move_scenario", "remove_runs", "scope_paths",
+           "subtract"]
 
 
 class Contribution(tuple):
@@ -54,6 +55,50 @@ async def subtract(conn: AsyncConnection, app: str, c: Contribution, now: dateti
     await conn.execute(q.subtract_stats(app, scope, scenario, path, deltas, now))
 
 
+async def lock_scope(conn: AsyncConnection, app: str, scope: str, now: datetime) -> None:
+    """Locks the scope's header row, creating it the first time: every procedural write of the scope takes it first.
+
+    Choosing a scenario reads every centroid of the scope and may start a
+    new scenario or merge two: two extractors that both missed used to both
+    start one (two scenarios for one task).  Under this lock the second sees
+    the first's scenario and joins it.  Lock order: the user's guard row,
+    then this, then runs, statistics, scenarios.
+    """
+    await conn.execute(q.touch_header(app, scope, now))
+    await conn.execute(q.lock_headers(app, [scope]))
+
+
+async def scope_paths(conn: AsyncConnection, app: str, scope: str) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = defaultdict(set)
+    for scenario, path in (await conn.execute(q.scope_paths(app, scope))).all():
+        out[scenario].add(path)
+    return out
+
+
+async def merge_scenarios(conn: AsyncConnection, app: str, scope: str, src: str, dst: str, now: datetime) -> None:
+    """Folds scenario ``src`` into ``dst``: its runs, its paths' counts (tainted stays tainted), its vectors.
+
+    Runs under the scope's header lock (:func:`lock_scope`), so no other
+    write of the scope is choosing a scenario meanwhile.
+    """
+    rows = (await conn.execute(q.lock_stats_of(app, scope, src))).mappings().all()
+    await conn.execute(q.move_runs(app, scope, src, dst))
+    for row in rows:
+        deltas = {c: int(row[c]) for c in q.COUNTS}
+        await conn.execute(q.add_stats(app, scope, dst, row["path_hash"], row["tool_path"], deltas, row["last_seen"], now))
+        if row["tainted"]:
+            await conn.execute(q.taint_stats(app, scope, dst, row["path_hash"], now))
+    await conn.execute(q.delete_stats_of(app, scope, src))
+    gone = (await conn.execute(q.lock_scenario(app, scope, src))).mappings().first()
+    if gone is None:
+        return
+    vec = decode_vector(gone["vector_sum"])
+    if vec is not None and int(gone["members"]) > 0:
+        await move_scenario(conn, app, scope, dst, vec, int(gone["members"]), now, model=gone["embedding_model"])
+    t = procedure_scenarios
+    await conn.execute(t.delete().where(t.c.app_name == app, t.c.user_id == scope, t.c.scenario_id == src))
+
+
 async def move_scenario(
     conn: AsyncConnection, app: str, scope: str, scenario: str, vec: np.ndarray | None, sign: int, now: datetime,
     *, label: str | None = None, model: str | None = None,
@@ -71,7 +116,7 @@ async def move_scenario(
         await conn.execute(
             insert(procedure_scenarios).values(
                 app_name=app, user_id=scope, scenario_id=scenario, label=label,
-                vector_sum=encode_vector(vec) if vec is not None else None, members=1 if vec is not None else 0,
+                vector_sum=encode_vector(vec) if vec is not None else None, members=sign if vec is not None else 0,
                 embedding_model=model, created_at=now, updated_at=now,
             )
         )

@@ -19,7 +19,18 @@ from ..schema import procedure_stats as stats
 __all__ = [
     "COUNTS",
     "add_stats",
+    "delete_stats_of",
+    "lock_headers",
+    "lock_stats_of",
+    "move_runs",
+    "scope_paths",
+    "taint_stats",
+    "touch_header",
     "delete_empty_stats",
+    "delete_headers",
+    "delete_orphan_scenarios",
+    "scopes_with_scenarios",
+    "procedural_apps",
     "failure_reasons",
     "lock_run",
     "lock_scenario",
@@ -92,10 +103,74 @@ def delete_empty_stats(app: str, user: str, keys: Sequence[tuple[str, str]]) -> 
     )
 
 
-def scenarios_of(app: str, user: str) -> Select:
-    return select(scen.c.scenario_id, scen.c.label, scen.c.vector_sum, scen.c.members, scen.c.embedding_model).where(
+def touch_header(app: str, user: str, now: datetime) -> Insert:
+    """The scope's header row (``scenario_id`` ``''``), created if missing and changed by nothing: its lock row."""
+    stmt = mysql_insert(scen).values(app_name=app, user_id=user, scenario_id="", members=0, created_at=now, updated_at=now)
+    return stmt.on_duplicate_key_update(app_name=scen.c.app_name)
+
+
+def lock_headers(app: str, users: Sequence[str] | None = None) -> Select:
+    """The header rows of the app's scopes (of ``users`` only, if given), locked in key order; none are created."""
+    stmt = select(scen.c.user_id).where(scen.c.app_name == app, scen.c.scenario_id == "")
+    if users is not None:
+        stmt = stmt.where(scen.c.user_id.in_(list(users)))
+    return stmt.order_by(scen.c.user_id).with_for_update()
+
+
+def delete_orphan_scenarios(app: str) -> Delete:
+    """The app's scenarios (labelled ones, or emptied) that no stored run counts in; never a scope's header."""
+    no_run = ~select(runs.c.app_name).where(
+        runs.c.app_name == scen.c.app_name, runs.c.scope_user == scen.c.user_id, runs.c.scenario_id == scen.c.scenario_id
+    ).exists()
+    return delete(scen).where(scen.c.app_name == app, scen.c.scenario_id != "", scen.c.members <= 0, no_run)
+
+
+def scopes_with_scenarios(app: str) -> Select:
+    return select(scen.c.user_id).distinct().where(scen.c.app_name == app, scen.c.scenario_id != "")
+
+
+def delete_headers(app: str, users: Sequence[str]) -> Delete:
+    """Headers of scopes with no scenario left (read first: MySQL cannot delete from a table its subquery reads)."""
+    return delete(scen).where(scen.c.app_name == app, scen.c.scenario_id == "", scen.c.user_id.in_(list(users)))
+
+
+def procedural_apps() -> Select:
+    """Apps with procedural rows: retention visits them even when they have no sessions or memories left."""
+    return select(runs.c.app_name).distinct().union(select(scen.c.app_name).distinct())
+
+
+def scope_paths(app: str, user: str) -> Select:
+    """Which paths each scenario of a scope was run on (what a merge compares)."""
+    # a locking read, like scenarios_of(lock=True): the newest committed paths, not the transaction's snapshot
+    return select(stats.c.scenario_id, stats.c.path_hash).where(stats.c.app_name == app, stats.c.user_id == user).with_for_update()
+
+
+def move_runs(app: str, user: str, src: str, dst: str) -> Update:
+    """A merge: the runs of scenario ``src`` now count in ``dst``."""
+    return update(runs).where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id == src).values(
+        scenario_id=dst
+    )
+
+
+def lock_stats_of(app: str, user: str, scenario: str) -> Select:
+    return select(stats).where(stats.c.app_name == app, stats.c.user_id == user, stats.c.scenario_id == scenario).with_for_update()
+
+
+def delete_stats_of(app: str, user: str, scenario: str) -> Delete:
+    return delete(stats).where(stats.c.app_name == app, stats.c.user_id == user, stats.c.scenario_id == scenario)
+
+
+def taint_stats(app: str, user: str, scenario: str, path: str, now: datetime) -> Update:
+    return update(stats).where(_stats_where(app, user, scenario, path)).values(tainted=1, updated_at=now)
+
+
+def scenarios_of(app: str, user: str, *, lock: bool = False) -> Select:
+    """A scope's scenarios.  ``lock``: a locking read, which sees the newest committed rows; MySQL's plain
+    reads in a transaction see the snapshot its first read took, before the scope's lock was granted."""
+    stmt = select(scen.c.scenario_id, scen.c.label, scen.c.vector_sum, scen.c.members, scen.c.embedding_model).where(
         scen.c.app_name == app, scen.c.user_id == user
     )
+    return stmt.with_for_update() if lock else stmt
 
 
 def lock_scenario(app: str, user: str, scenario: str) -> Select:
@@ -114,11 +189,11 @@ def _scenario_runs(app: str, user: str, scenarios: Sequence[str]) -> Any:
 
 
 def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -> Select:
-    """The scenarios' newest known outcomes (the recency window of each path is taken from them)."""
+    """The scenarios' newest known outcomes, all paths together: recall weighs each by its age among them."""
     return (
         select(runs.c.path_hash, runs.c.outcome)
         .where(_scenario_runs(app, user, scenarios), runs.c.outcome.in_(("success", "failure")))
-        .order_by(runs.c.created_at.desc())
+        .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
         .limit(limit)
     )
 

@@ -29,9 +29,13 @@ class Procedure:
     success_rate: float | None
     """All-time successes over known outcomes (``None``: none known)."""
     recent_success_rate: float | None
+    """Recency-weighted successes over recency-weighted known outcomes (``ProceduralSettings.half_life``)."""
     recent_samples: int
+    """Known outcomes of this path among the scenario's newest ``ProceduralSettings.recent_window``."""
     confidence: float
-    """Wilson lower bound of the newest known outcomes (``ProceduralSettings.recent_window``)."""
+    """Wilson lower bound of the recency-weighted outcomes: :attr:`evidence` is its sample size."""
+    evidence: float
+    """The recency-weighted number of known outcomes (old ones count less; at most :attr:`recent_samples`)."""
     median_iterations: float | None
     mean_tool_calls: float | None
     last_seen: datetime | None
@@ -100,12 +104,17 @@ def build_recall(
     scenario: str, similarity: float, stats: Sequence[Mapping[str, Any]], recent: Sequence[Any],
     iterations: Sequence[Any], failures: Sequence[Any], settings: ProceduralSettings, top_k: int,
 ) -> Recall:
-    """Ranks the paths of the pooled scenarios (``scenario`` is the nearest): recent-window Wilson lower bound,
-    ties by fewer tool calls."""
-    window: dict[str, list[bool]] = defaultdict(list)
-    for path, outcome in recent:
-        if len(window[path]) < settings.recent_window:
-            window[path].append(outcome == "success")
+    """Ranks the paths of the pooled scenarios (``scenario`` is the nearest): Wilson lower bound of the
+    recency-weighted outcomes, ties by fewer tool calls.
+
+    ``recent`` is ``(path_hash, outcome)`` of the scenarios' newest known
+    outcomes, newest first: the i-th weighs ``0.5 ** (i / half_life)``.  The
+    age is counted in the scenario's outcomes, whichever path they were on.
+    """
+    window: dict[str, list[tuple[float, bool]]] = defaultdict(list)
+    for age, (path, outcome) in enumerate(recent[: settings.recent_window]):
+        weight = 1.0 if settings.half_life is None else 0.5 ** (age / settings.half_life)
+        window[path].append((weight, outcome == "success"))
     iters: dict[str, dict[int, int]] = defaultdict(dict)
     for path, n_iter, count in iterations:
         iters[path][int(n_iter)] = int(count)
@@ -120,26 +129,27 @@ def build_recall(
         if s + f + u <= 0:
             continue
         w = window.get(row["path_hash"], [])
-        wins = sum(w)
+        weight = sum(x for x, _ in w)
+        wins = sum(x for x, ok in w if ok)
         steps = json.loads(row["tool_path"] or "[]")
         runs = s + f + u
         proc = Procedure(
             scenario_id=scenario, path_hash=row["path_hash"], tools=[st.get("tool") for st in steps], steps=steps,
             successes=s, failures=f, unknowns=u, success_rate=s / (s + f) if s + f else None,
-            recent_success_rate=wins / len(w) if w else None, recent_samples=len(w),
-            confidence=wilson_lower_bound(wins, len(w), settings.z),
+            recent_success_rate=wins / weight if weight else None, recent_samples=len(w),
+            confidence=wilson_lower_bound(wins, weight, settings.z), evidence=weight,
             median_iterations=median_of_counts(iters.get(row["path_hash"], {})),
             mean_tool_calls=int(row["tool_calls_sum"]) / runs, last_seen=row["last_seen"],
             failure_reasons=reasons.get(row["path_hash"], []),
         )
         if len(w) >= settings.min_samples and proc.confidence >= settings.min_confidence:
             good.append(proc)
-        elif len(w) >= settings.min_samples and wilson_lower_bound(len(w) - wins, len(w), settings.z) >= settings.min_confidence:
+        elif len(w) >= settings.min_samples and wilson_lower_bound(weight - wins, weight, settings.z) >= settings.min_confidence:
             bad.append(proc)
         else:
             rest.append(proc)
     good.sort(key=lambda p: (-p.confidence, p.mean_tool_calls or 0.0, p.path_hash))
     bad.sort(key=lambda p: (p.recent_success_rate or 0.0, p.path_hash))
-    rest.sort(key=lambda p: (-p.recent_samples, p.path_hash))
+    rest.sort(key=lambda p: (-p.evidence, p.path_hash))
     return Recall(scenario_id=scenario, similarity=similarity, procedures=good[:top_k], avoid=bad[:top_k],
                   unproven=rest[:top_k])

@@ -35,8 +35,9 @@ def _path(p: Procedure) -> str:
 
 
 def _worked(p: Procedure) -> str:
-    line = (f"- Suggested path: {_path(p)}; {round((p.recent_success_rate or 0) * 100)}% of the last "
-            f"{p.recent_samples} runs succeeded (confidence {p.confidence:.2f}, {p.samples} runs in all)")
+    line = (f"- Suggested path: {_path(p)}; {round((p.recent_success_rate or 0) * 100)}% of its "
+            f"{p.recent_samples} recent runs succeeded (confidence {p.confidence:.2f}, "
+            f"{p.samples} runs in all)")
     if p.median_iterations is not None:
         line += f", median {p.median_iterations:g} iteration(s)"
     if p.failure_reasons:
@@ -46,7 +47,8 @@ def _worked(p: Procedure) -> str:
 
 
 def _avoid(p: Procedure) -> str:
-    line = f"- Avoid: {' -> '.join(p.tools)}; failed {p.recent_samples - round((p.recent_success_rate or 0) * p.recent_samples)} of the last {p.recent_samples} runs"
+    line = (f"- Avoid: {' -> '.join(p.tools)}; {round((1 - (p.recent_success_rate or 0)) * 100)}% of its "
+            f"{p.recent_samples} recent runs failed")
     if p.failure_reasons:
         top = p.failure_reasons[0]
         line += f" ({top['tool'] or 'outcome'}: {top['reason'] or 'no reason given'})"

@@ -32,13 +32,32 @@ class ProceduralSettings:
     """Cosine a request needs to join a scenario.  MiniLM puts paraphrases of one task at 0.6-0.9 and
     different tasks of one domain at 0.2-0.5 (benchmarks/procedural.py's 22 scenarios)."""
 
+    merge_similarity: float | None = 0.45
+    """Two unlabelled scenarios whose centroids are this close and whose tried paths overlap
+    (``merge_overlap``) are merged: one task whose wordings started two.  Tuned on the tune split only
+    (``benchmarks/procedural_tune.py grouping``: 0.45 split 0-3 of 12 tasks, purity 0.925-1.0; none:
+    6-9 split).  ``None``: never merge."""
+
+    merge_overlap: float = 0.5
+    """Jaccard overlap of two scenarios' tried tool paths that a merge also needs."""
+
     pool_similarity: float | None = None
     """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
     pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
 
-    recent_window: int = 20
-    """Known outcomes per path that the confidence is computed over: the newest ones, so a path that
-    stopped working loses its rank within this many sessions (issue 27's drift goal)."""
+    half_life: float | None = 12.0
+    """Recency weighting: an outcome counts half once this many newer known outcomes of its scenario
+    (any path) were recorded, a quarter after twice as many.  Ages run on the scenario's clock, not the
+    path's, so a path nobody tries any more loses its old evidence too and is explored again, and a path
+    that stopped working drops in rank within a few runs (issue 27's drift goal: the benchmark's drifted
+    scenario switches within 20 sessions).  12 was chosen on the tune split only (benchmarks/procedural_tune.py
+    policy: at 12 the drifted task switched after 8-12 sessions on every tune seed, 0.025 below the oracle
+    when nothing drifts; at 5-8 exploration cost 5-18 points, at 20 drift took up to 22 sessions).
+    ``None``: every outcome in the window counts fully."""
+
+    recent_window: int = 60
+    """Newest known outcomes of a scenario (all its paths together) that ranking and confidence read;
+    at the default half-life the oldest of them weighs 1.6 %."""
 
     min_samples: int = 3
     """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
@@ -56,11 +75,17 @@ class ProceduralSettings:
             raise ConfigurationError("ProceduralSettings.outcome_key must be a non-empty string")
         if not 0.0 < self.similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.similarity must be in (0, 1]")
+        if self.merge_similarity is not None and not 0.0 < self.merge_similarity <= 1.0:
+            raise ConfigurationError("ProceduralSettings.merge_similarity must be in (0, 1] or None")
+        if not 0.0 < self.merge_overlap <= 1.0:
+            raise ConfigurationError("ProceduralSettings.merge_overlap must be in (0, 1]")
         if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.pool_similarity must be in (0, 1] or None")
         for name in ("recent_window", "min_samples"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")
+        if self.half_life is not None and (isinstance(self.half_life, bool) or not self.half_life > 0):
+            raise ConfigurationError(f"ProceduralSettings.half_life must be positive or None, got {self.half_life!r}")
         if not 0.0 <= self.min_confidence <= 1.0 or not self.z > 0:
             raise ConfigurationError("ProceduralSettings.min_confidence must be in [0, 1] and z positive")

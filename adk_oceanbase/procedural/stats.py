@@ -23,7 +23,7 @@ def wilson_lower_bound(successes: float, n: float, z: float = 1.96) -> float:
     """
     if n <= 0:
         return 0.0
-    p = successes / n
+    p = min(max(successes / n, 0.0), 1.0)  # recency-weighted counts are floats
     z2 = z * z
     centre = p + z2 / (2 * n)
     margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))

@@ -133,11 +133,7 @@ class ProcedureStore(DatabaseService):
         vectors = dict(zip((i.invocation_id for i in asked), await self._embed([i.request for i in asked]))) if asked else {}
         scope = self._scope(user)
         start = await self._read(lambda conn: guard.started(conn, app, user))
-        known = await self._read(lambda conn: self._centroids(conn, app, scope))
-        rows = []
-        for inv, reason, label in zip(invs, reasons, labels):
-            vec = vectors.get(inv.invocation_id)
-            rows.append(self._run_values(app, scope, inv, reason or None, label or None, vec, known))
+        work = sorted(zip(invs, reasons, labels), key=lambda w: w[0].invocation_id)  # one lock order
 
         async def once() -> int:
             async with self._tx() as conn:
@@ -147,10 +143,24 @@ class ProcedureStore(DatabaseService):
                     raise MemoryWriteRaceError(f"the data of user {user!r} was erased while this extraction ran")
                 if gen.opted_out:
                     return -1
+                # scenarios are chosen here, under the scope's lock, on every centroid committed so far
+                await ledger.lock_scope(conn, app, scope, now)
+                grouping = sc.Grouping(
+                    await self._centroids(conn, app, scope, lock=True), join=self.settings.similarity,
+                    merge=self.settings.merge_similarity, overlap=self.settings.merge_overlap,
+                    paths=await ledger.scope_paths(conn, app, scope),
+                )
                 changed = 0
-                for inv, values in sorted(zip(invs, rows), key=lambda p: p[0].invocation_id):  # one lock order
+                for inv, reason, label in work:
                     key = {"app_name": app, "user_id": user, "session_id": sid, "invocation_id": inv.invocation_id}
-                    changed += await self._apply(conn, key, dict(values), now, from_events=True)  # a copy: a re-run starts clean
+                    old = await self._lock_run(conn, key, scope, _utc(inv.started), EXTRACTOR)
+                    values = self._run_values(app, scope, inv, reason or None, label or None,
+                                              vectors.get(inv.invocation_id), old, grouping)
+                    merges = values.pop("_merges")
+                    applied = await self._apply(conn, key, old, values, now, from_events=True)
+                    changed += applied
+                    for src, dst in merges if applied else ():  # a run left as it was joined nothing new
+                        await ledger.merge_scenarios(conn, app, scope, src, dst, now)
                 if (entry := current_entry()) is not None:
                     entry.row_count = changed
                     await conn.execute(entry.insert())
@@ -160,32 +170,36 @@ class ProcedureStore(DatabaseService):
         report["changed"], report["skipped"] = max(changed, 0), len(invs) if changed < 0 else 0
         return report
 
-    async def _centroids(self, conn: AsyncConnection, app: str, scope: str) -> list[sc.Centroid]:
-        return sc.centroids((await conn.execute(q.scenarios_of(app, scope))).all(), self._embedder.model_name)
+    async def _centroids(self, conn: AsyncConnection, app: str, scope: str, *, lock: bool = False) -> list[sc.Centroid]:
+        rows = (await conn.execute(q.scenarios_of(app, scope, lock=lock))).all()
+        return sc.centroids(rows, self._embedder.model_name)
 
     def _run_values(
         self, app: str, scope: str, inv: Invocation, reason: str | None, label: str | None,
-        vec: np.ndarray | None, known: list[sc.Centroid],
+        vec: np.ndarray | None, old: dict[str, Any], grouping: sc.Grouping,
     ) -> dict[str, Any]:
         req_hash = sc.request_hash(inv.request) if inv.request else None
+        path = path_hash(inv.tools)
+        merges: list[tuple[str, str]] = []
         if label:
             scenario = sc.label_id(label)
+        elif old["counted"] and old["scenario_id"] and old["request_hash"] == req_hash:
+            scenario = old["scenario_id"]  # extracted before (and perhaps merged since): it stays where it is
+            vec = decode_vector(old["request_vector"])
+            grouping.add(scenario, None, path)
         elif vec is not None:
-            scenario, _score = sc.nearest(vec, known, self.settings.similarity)
-            if scenario is None:
-                scenario = sc.new_id(app, scope, req_hash or "")
-                known.append(sc.Centroid(scenario, None, vec, 1))  # later invocations of this batch meet it
+            scenario, merges = grouping.assign(vec, sc.new_id(app, scope, req_hash or ""), path)
         else:
             scenario = sc.new_id(app, scope, "")  # no request text: one "unspecified" scenario per scope
-        tools = inv.tools
         values: dict[str, Any] = {
-            "extractor": EXTRACTOR, "scope_user": scope, "scenario_id": scenario, "path_hash": path_hash(tools),
+            "extractor": EXTRACTOR, "scope_user": scope, "scenario_id": scenario, "path_hash": path,
             "tool_path": json.dumps(inv.shapes(), ensure_ascii=False, sort_keys=True),
             "failed_tool": inv.failed_tool, "iterations": inv.iterations, "tool_calls": len(inv.steps),
             "tool_errors": inv.tool_errors, "retries": inv.retries, "request_hash": req_hash,
-            "request_vector": encode_vector(vec) if vec is not None else None,
+            "request_vector": old["request_vector"] if scenario == old["scenario_id"] and vec is not None
+            and old["request_hash"] == req_hash else (encode_vector(vec) if vec is not None else None),
             "event_ids": json.dumps(inv.event_ids), "created_at": _utc(inv.started), "counted": 1,
-            "_label": label,
+            "_label": label, "_merges": merges,
         }
         if inv.outcome is not None:
             values.update(outcome="success" if inv.outcome else "failure", outcome_source=inv.outcome_source,
@@ -194,14 +208,19 @@ class ProcedureStore(DatabaseService):
             values.update(outcome="unknown", outcome_source="none", reason=reason)
         return values
 
+    async def _lock_run(
+        self, conn: AsyncConnection, key: dict[str, str], scope: str, created_at: datetime, extractor: str
+    ) -> dict[str, Any]:
+        """The run's row, created if missing, locked: what it counted so far."""
+        await conn.execute(q.touch_run(key, extractor, scope, created_at))
+        return dict((await conn.execute(q.lock_run(key))).mappings().one())
+
     async def _apply(
-        self, conn: AsyncConnection, key: dict[str, str], values: dict[str, Any], now: datetime, *, from_events: bool
+        self, conn: AsyncConnection, key: dict[str, str], old: dict[str, Any], values: dict[str, Any], now: datetime,
+        *, from_events: bool,
     ) -> int:
-        """Writes one run under its row lock and moves the aggregates by the difference; 1 if anything changed."""
+        """Writes one locked run and moves the aggregates by the difference; 1 if anything changed."""
         app = key["app_name"]
-        await conn.execute(q.touch_run(key, values.get("extractor", EXTRACTOR), values.get("scope_user", ""),
-                                       values.get("created_at") or now))
-        old = dict((await conn.execute(q.lock_run(key))).mappings().one())
         label = values.pop("_label", None)
         if from_events:
             if old["counted"] and old["extractor"] > values["extractor"]:
@@ -254,14 +273,17 @@ class ProcedureStore(DatabaseService):
                     raise MemoryWriteRaceError(f"the data of user {user!r} was erased while this outcome was recorded")
                 if gen.opted_out:
                     return
+                scope = self._scope(user)
+                await ledger.lock_scope(conn, app, scope, now)
                 key = {"app_name": app, "user_id": user, "session_id": sid, "invocation_id": inv}
                 values: dict[str, Any] = {
-                    "scope_user": self._scope(user), "outcome": "success" if success else "failure",
+                    "scope_user": scope, "outcome": "success" if success else "failure",
                     "outcome_source": "api", "reason": None if success else (red_reason or None),
                 }
                 if red_label:
                     values["scenario_id"], values["_label"] = sc.label_id(red_label), red_label
-                n = await self._apply(conn, key, values, now, from_events=False)
+                old = await self._lock_run(conn, key, scope, now, EXTRACTOR)
+                n = await self._apply(conn, key, old, values, now, from_events=False)
                 if (entry := current_entry()) is not None:
                     entry.invocation_id, entry.row_count = inv, n
                     await conn.execute(entry.insert())
@@ -277,7 +299,8 @@ class ProcedureStore(DatabaseService):
         """The paths that worked best for the scenario ``query`` (or the label ``scenario``) belongs to.
 
         Returns a :class:`~.recall.Recall`: promoted paths by confidence (the
-        Wilson lower bound of their newest ``recent_window`` known outcomes),
+        Wilson lower bound of their outcomes among the scenario's newest
+        ``recent_window``, weighted by recency: ``half_life``),
         each with its success rate, sample size, median iterations and
         failure reasons, and the paths to avoid.  ``user_id`` is needed when
         the settings' scope is ``"user"``.  Tainted paths and paths with
@@ -305,7 +328,7 @@ class ProcedureStore(DatabaseService):
 
         async def read(conn: AsyncConnection) -> Recall:
             stats = (await conn.execute(q.stats_of(app, scope, ids))).mappings().all()
-            recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window * max(len(stats), 1) * 4))).all()
+            recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window))).all()
             iters = (await conn.execute(q.success_iterations(app, scope, ids))).all()
             fails = (await conn.execute(q.failure_reasons(app, scope, ids))).all()
             return build_recall(ids[0], targets[0][1], stats, recent, iters, fails, self.settings, top_k)

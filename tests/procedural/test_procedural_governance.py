@@ -29,14 +29,14 @@ async def test_erasure_removes_a_users_contributions_from_the_app_aggregates(pdb
         await ps.extract_session(session(run("i", REFUND, ["a"], True), user="ann"))
     await ps.extract_session(session(run("i", REFUND, ["a"], False), user="bob"))
     await ps.extract_session(session(run("i", REFUND, ["only_bob"], True), user="bob"))
-    before = await rows(pdb, "SELECT members FROM procedure_scenarios")
+    before = await rows(pdb, "SELECT members FROM procedure_scenarios WHERE scenario_id <> ''")
     counts = await delete_user_data(pdb, "shop", "bob")
     assert counts["procedure_runs"] == 2
     assert [tuple(r) for r in await totals(pdb)] == [("", 3, 0, 0, 3)]  # bob's failure is out, his only path is gone
     assert await rows(pdb, "SELECT * FROM procedure_runs WHERE user_id = 'bob'") == []
-    assert [r[0] for r in await rows(pdb, "SELECT members FROM procedure_scenarios")] == [before[0][0] - 2]
+    assert [r[0] for r in await rows(pdb, "SELECT members FROM procedure_scenarios WHERE scenario_id <> ''")] == [before[0][0] - 2]
     await delete_user_data(pdb, "shop", "ann")
-    assert await totals(pdb) == [] and await rows(pdb, "SELECT * FROM procedure_scenarios") == []
+    assert await totals(pdb) == [] and await rows(pdb, "SELECT * FROM procedure_scenarios WHERE scenario_id <> ''") == []
 
 
 async def test_erasure_of_a_user_scoped_learner_leaves_nothing_of_them(pdb):
@@ -123,3 +123,17 @@ async def test_analyst_views_answer_from_the_aggregates(pdb):
         await ps.extract_session(session(run("i", REFUND, [("pay", {}, {"ok": 1})], ok)))
     weeks = await rows(pdb, "SELECT week_start, success_rate FROM v_procedure_weekly ORDER BY week_start")
     assert [round(float(r[1]), 3) for r in weeks] == [1.0, 0.333]
+
+
+async def test_retention_visits_apps_that_have_only_procedural_rows(pdb):
+    # the sessions were never stored here (or expired before): no session or memory names the app, and
+    # a sweep without apps= used to skip it, keeping its runs, counts and scenarios for ever
+    ps = store(pdb)
+    await ps.extract_session(session(run("i", REFUND, ["a"], True), app="lonely", user="ann"))
+    await ps.extract_session(session(run("i", REFUND, ["a"], {"success": True, "scenario": "refund"}), app="lonely", user="ann"))
+    async with transaction(pdb) as conn:
+        await conn.exec_driver_sql("UPDATE procedure_runs SET stored_at = stored_at - INTERVAL 40 DAY WHERE app_name = 'lonely'")
+    done = await sweep(pdb, RetentionPolicy(Retention(memory_ttl="30d")))
+    assert done.procedure_runs == 2
+    for table in ("procedure_runs", "procedure_stats", "procedure_scenarios"):  # the labelled scenario and the header too
+        assert await rows(pdb, f"SELECT * FROM {table} WHERE app_name = 'lonely'") == [], table

@@ -89,7 +89,7 @@ async def test_a_runner_learns_a_path_and_the_next_session_gets_the_advice_and_t
 def _proc(i: int, rate: float = 0.9) -> Procedure:
     return Procedure(scenario_id="s", path_hash=f"h{i}", tools=[f"tool_{i}", "verify"],
                      steps=[{"tool": f"tool_{i}", "args": {"q": "str"}}, {"tool": "verify", "args": {}}],
-                     successes=9, failures=1, unknowns=0, success_rate=rate, recent_success_rate=rate, recent_samples=10,
+                     successes=9, failures=1, unknowns=0, success_rate=rate, recent_success_rate=rate, recent_samples=10, evidence=8.5,
                      confidence=0.6 - i / 100, median_iterations=2.0, mean_tool_calls=2.0, last_seen=None,
                      failure_reasons=[{"tool": "verify", "reason": "mismatch", "count": 1}])
 
