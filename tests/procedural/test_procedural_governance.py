@@ -77,7 +77,10 @@ async def test_opted_out_users_contribute_nothing(pdb):
     from adk_oceanbase import OceanBaseMemoryService
 
     mem = OceanBaseMemoryService(database=pdb, embedder=HashEmbedder())
-    await mem.set_memory_opt_out("shop", "ann")
+    try:
+        await mem.set_memory_opt_out("shop", "ann")
+    finally:
+        await mem.close()
     report = await store(pdb).extract_session(session(run("i", REFUND, ["a"], True), user="ann"))
     assert report["skipped"] == 1 and await totals(pdb) == []
 
