@@ -56,7 +56,10 @@ async def test_ddl_blocked_by_an_open_transaction_ends_in_a_typed_error_naming_t
     before = Database(Config.from_url(url))
     await migrations.upgrade(before, "0006")
     await before.close()
-    setup = Database(Config.from_url(url, setup_timeout_s=1))
+    # 5 s, not 1: the deadline covers the whole upgrade, so the statements before the blocked ALTER
+    # (schema lock, version check, 0007's key lookup) must fit in it; this test failed once in a full
+    # run at load average 27 (output lost), and a slow step before the ALTER is the likely cause
+    setup = Database(Config.from_url(url, setup_timeout_s=5))
     await setup.start()
     try:
         async with setup.engine.connect() as writer:
@@ -72,7 +75,7 @@ async def test_ddl_blocked_by_an_open_transaction_ends_in_a_typed_error_naming_t
         message = str(info.value)
         assert "ALTER TABLE agent_memories" in message and "\n" not in message
         assert await migrations.current_revision(setup) != migrations.head_revision()
-        # the lock gone, setup completes (the deadline was 1 s to stop at once; the rest takes longer)
+        # the lock gone, setup completes (the deadline was short to stop soon; the rest takes longer)
         after = Database(Config.from_url(url))
         assert await migrations.upgrade(after) == migrations.head_revision()
         await after.close()
