@@ -144,19 +144,21 @@ async def test_explicit_modes_override_the_row_count(database, monkeypatch):
         await ann.close()
 
 
+async def _plan(database, query_text: str, **kw) -> str:
+    """EXPLAIN of the hybrid statement for user ``u`` and the query "apple"."""
+    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
+    stmt, params = sq.hybrid_search(
+        app_name=APP, user_id="u", query_vector=vec, query_text=query_text, embedding_model="hash-v1-384",
+        now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights, settings=MemorySettings(), **kw,
+    )
+    async with database.engine.connect() as conn:
+        await conn.execute(*sq.bind_query_vector(vec))
+        return "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
+
+
 async def test_the_exact_statement_scans_the_users_key_range(database):
     """EXPLAIN: the exact form reads the user's primary-key range, never the vector index."""
-    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
-    plans = {}
-    for approximate in (False, True):
-        stmt, params = sq.hybrid_search(
-            app_name=APP, user_id="u", query_vector=vec, query_text="", embedding_model="hash-v1-384",
-            now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights,
-            settings=MemorySettings(), approximate=approximate,
-        )
-        async with database.engine.connect() as conn:
-            await conn.execute(*sq.bind_query_vector(vec))
-            plans[approximate] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
+    plans = {approximate: await _plan(database, "", approximate=approximate) for approximate in (False, True)}
     assert "VECTOR INDEX" in plans[True], plans[True]
     assert "VECTOR INDEX" not in plans[False] and "TABLE RANGE SCAN" in plans[False], plans[False]
 
@@ -170,17 +172,7 @@ async def test_the_owners_index_search_is_post_filtered(database):
         await _add(svc, "u", 30, 7)
     finally:
         await svc.close()
-    vec = database.dialect.encode_vector(HashEmbedder().embed(["apple"])[0])
-    plans = {}
-    for post in (False, True):
-        stmt, params = sq.hybrid_search(
-            app_name=APP, user_id="u", query_vector=vec, query_text="apple", embedding_model="hash-v1-384",
-            now=datetime(2024, 6, 1), top_k=10, weights=MemorySettings().weights,
-            settings=MemorySettings(), approximate=True, ann_post_filter=post,
-        )
-        async with database.engine.connect() as conn:
-            await conn.execute(*sq.bind_query_vector(vec))
-            plans[post] = "\n".join(r[0] for r in (await conn.execute(text("EXPLAIN " + stmt.text), params)).all())
+    plans = {post: await _plan(database, "apple", approximate=True, ann_post_filter=post) for post in (False, True)}
     assert "POST-ITERATIVE-FILTER" in plans[True], plans[True]
     assert "POST-ITERATIVE-FILTER" not in plans[False], plans[False]  # 30 rows: the server's pick is a pre-filter scan
 

@@ -112,13 +112,18 @@ def purge_item(app: str, ns: str, key: str, keep: Sequence[str]) -> list[tuple[s
 def lock_memories(app: str, memories: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
     """Locks the field memories ``(memory_user, memory_id)`` a put links to; the rows found are the ones still there."""
     params: dict[str, Any] = {"app": app}
-    rows = []
-    for i, (user, mid) in enumerate(memories):
-        params[f"u{i}"], params[f"m{i}"] = user, mid
-        rows.append(f"(%(u{i})s, %(m{i})s)")
     sql = (f"SELECT user_id, memory_id FROM agent_memories WHERE app_name = %(app)s "
-           f"AND (user_id, memory_id) IN ({', '.join(rows)}) FOR UPDATE")
+           f"AND (user_id, memory_id) IN ({_pairs(memories, params, 'u', 'm')}) FOR UPDATE")
     return sql, params
+
+
+def _pairs(pairs: Sequence[tuple[str, str]], params: dict[str, Any], first: str, second: str) -> str:
+    """``(%(first0)s, %(second0)s), ...`` for a row-value ``IN`` list, the values bound into ``params``."""
+    rows = []
+    for i, (a, b) in enumerate(pairs):
+        params[f"{first}{i}"], params[f"{second}{i}"] = a, b
+        rows.append(f"(%({first}{i})s, %({second}{i})s)")
+    return ", ".join(rows)
 
 
 def _like(prefix: str) -> str:
@@ -136,11 +141,8 @@ def under(prefix: str, params: dict[str, Any], column: str = "namespace") -> str
 def get_items(app: str, keys: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:
     """The live items ``(namespace, key)``."""
     params: dict[str, Any] = {"app": app}
-    rows = []
-    for i, (ns, key) in enumerate(keys):
-        params[f"n{i}"], params[f"k{i}"] = ns, key
-        rows.append(f"(%(n{i})s, %(k{i})s)")
-    sql = f"SELECT {_ITEM} FROM lg_store_items WHERE app_name = %(app)s AND (namespace, item_key) IN ({', '.join(rows)}) AND {LIVE}"
+    sql = (f"SELECT {_ITEM} FROM lg_store_items WHERE app_name = %(app)s "
+           f"AND (namespace, item_key) IN ({_pairs(keys, params, 'n', 'k')}) AND {LIVE}")
     return sql, params
 
 
