@@ -304,7 +304,7 @@ class OceanBaseStore(HomeLifecycle, DatabaseService, BaseStore):
         """One transaction for the batch's items and field links, after one ``add_memory`` per memory pool.
 
         Field memories whose last link goes (a delete, an overwrite with other
-        text) are deleted in it (:func:`.store_queries.purge_item`).  The
+        text) are deleted in it (:func:`.store_queries.purge_items`, two statements for the batch).  The
         memories the batch links to are locked first and must all be there: a
         concurrent purge may have removed one between ``add_memory`` and this
         transaction, which is then rolled back, the memories added again and
@@ -333,8 +333,8 @@ class OceanBaseStore(HomeLifecycle, DatabaseService, BaseStore):
         linked = sorted({(link["muser"], link["mid"]) for _, _, links in planned for link in links})
         keep = sorted({mid for _, mid in linked})
         statements: list[tuple[Any, Any]] = [q.lock_memories(self.app_name, linked)] if linked else []
+        statements += q.purge_items(self.app_name, [(ids["ns"], ids["key"]) for ids, _, _ in planned], keep)
         for ids, row, links in planned:
-            statements += q.purge_item(self.app_name, ids["ns"], ids["key"], keep)
             statements.append((q.DELETE_FIELDS, ids))
             if row is None:
                 statements.append((q.DELETE_ITEM, ids))

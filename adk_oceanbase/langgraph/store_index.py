@@ -16,7 +16,7 @@ row, exactly as the memory service would merge them.  When an item's links go
 links to are deleted in the same transaction, rows and postings, for real: the
 memory service's ``delete_memory`` would leave a tombstone, which keeps the
 text from being stored again, and an item with that text may come back
-(:func:`.store_queries.purge_item`; a put of the same text racing the delete
+(:func:`.store_queries.purge_items`; a put of the same text racing the delete
 locks the memory rows it links and adds them again if they went).  The rows
 are the memory service's, deleted by their keys, as retention and erasure
 delete them (``governance``): the service has no public hard delete.

@@ -23,7 +23,7 @@ __all__ = [
     "get_items",
     "list_namespaces",
     "lock_memories",
-    "purge_item",
+    "purge_items",
     "search_items",
     "under",
     "unindexed_items",
@@ -75,27 +75,27 @@ SWEEP_ITEMS = "DELETE FROM lg_store_items WHERE app_name = %(app)s AND expires_a
 # locking read inside DML on InnoDB at REPEATABLE READ, a re-run after the lock wait on OceanBase);
 # a purge committed first left no row, and the put adds the memory again and retries.
 # The TTL sweep's form is governance.langgraph_sweep.EXPIRED_PURGE (retention runs it too).
-_OTHER_LINK = (
-    "SELECT 1 FROM lg_store_fields o WHERE o.app_name = f.app_name AND o.memory_user = f.memory_user "
-    "AND o.memory_id = f.memory_id AND (o.namespace <> f.namespace OR o.item_key <> f.item_key)"
-)
 _MEMORY_OF_LINK = "m.app_name = f.app_name AND m.user_id = f.memory_user AND m.memory_id = f.memory_id"
 _TERMS_OF_LINK = "t.app_name = f.app_name AND t.user_id = f.memory_user AND t.memory_id = f.memory_id"
 _NO_MEMORY_ROW = (
     "NOT EXISTS (SELECT 1 FROM agent_memories m WHERE m.app_name = t.app_name AND m.user_id = t.user_id "
     "AND m.memory_id = t.memory_id)"
 )
-_ITEM_LINKS = "f.app_name = %(app)s AND f.namespace = %(ns)s AND f.item_key = %(key)s"
 
 
+def purge_items(app: str, items: Sequence[tuple[str, str]], keep: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
+    """Deletes the field memories that only the batch's ``items`` ``(namespace, key)`` link to, then their postings.
 
-def purge_item(app: str, ns: str, key: str, keep: Sequence[str]) -> list[tuple[str, dict[str, Any]]]:
-    """Deletes the field memories of one item's links that no other item links to, then their postings.
-
-    Run before ``DELETE_FIELDS``.  ``keep``: memory ids the same batch links
-    (again) to, which stay whoever else links to them.
+    Two statements for the whole batch, whatever its size: the batch's items
+    are one row-value ``IN`` list, named again in the ``NOT EXISTS`` that looks
+    for a link from an item outside the batch (a statement per item naming
+    every kept id grew with the square of the batch: 1,000 puts were 98 MB
+    of SQL, past the server's packet limit).  Run before the batch's
+    ``DELETE_FIELDS``.  ``keep``: memory ids the batch links (again) to, which
+    stay whoever else links to them.
     """
-    params: dict[str, Any] = {"app": app, "ns": ns, "key": key}
+    params: dict[str, Any] = {"app": app}
+    batch = _pairs(items, params, "n", "k")
     spare = ""
     if keep:
         names = []
@@ -103,9 +103,13 @@ def purge_item(app: str, ns: str, key: str, keep: Sequence[str]) -> list[tuple[s
             params[f"keep{i}"] = mid
             names.append(f"%(keep{i})s")
         spare = f" AND f.memory_id NOT IN ({', '.join(names)})"
-    memories = (f"DELETE m FROM agent_memories m JOIN lg_store_fields f ON {_MEMORY_OF_LINK} "
-                f"WHERE {_ITEM_LINKS}{spare} AND NOT EXISTS ({_OTHER_LINK})")
-    postings = f"DELETE t FROM memory_terms t JOIN lg_store_fields f ON {_TERMS_OF_LINK} WHERE {_ITEM_LINKS}{spare} AND {_NO_MEMORY_ROW}"
+    links = f"f.app_name = %(app)s AND (f.namespace, f.item_key) IN ({batch}){spare}"
+    outside = (
+        "SELECT 1 FROM lg_store_fields o WHERE o.app_name = f.app_name AND o.memory_user = f.memory_user "
+        f"AND o.memory_id = f.memory_id AND (o.namespace, o.item_key) NOT IN ({batch})"
+    )
+    memories = f"DELETE m FROM agent_memories m JOIN lg_store_fields f ON {_MEMORY_OF_LINK} WHERE {links} AND NOT EXISTS ({outside})"
+    postings = f"DELETE t FROM memory_terms t JOIN lg_store_fields f ON {_TERMS_OF_LINK} WHERE {links} AND {_NO_MEMORY_ROW}"
     return [(memories, params), (postings, params)]
 
 

@@ -148,6 +148,30 @@ async def test_concurrent_deletes_and_puts_of_one_text_leave_no_dangling_link(en
         assert await keys_found(one, "raced words") == ["z"]
 
 
+async def test_one_batch_overwriting_items_that_share_a_memory_purges_it_once_no_one_outside_links(engine_db) -> None:
+    async with OceanBaseStore(database=engine_db, app_name=APP, index=INDEX) as store:
+        await store.abatch(_ops(("docs",), [("a", {"text": "common words"}), ("b", {"text": "common words"}),
+                                            ("c", {"text": "kept words"})]))
+        await store.aput(("elsewhere",), "d", {"text": "kept words"})
+        assert await memories(engine_db) == 2
+        # a and b (the only links to "common words") and c (not the only link to "kept words") all change
+        await store.abatch(_ops(("docs",), [("a", {"text": "fresh words"}), ("b", None), ("c", {"text": "fresh words"})]))
+        # "fresh words" and "kept words": "common words" went, "kept words" stayed for d
+        assert await memories(engine_db) == 2 and await dangling_links(engine_db) == 0
+        assert sorted(h.key for h in await store.asearch(("elsewhere",), query="kept words")) == ["d"]
+        assert await keys_found(store, "fresh words") == ["a", "c"]
+
+
+async def test_a_batch_of_600_puts_fits_one_packet(engine_db) -> None:
+    """The batch's purge is two statements whatever its size (one per item, each naming every kept id, was
+    quadratic: 600 overwrites were ~35 MB of SQL, past the 16 MB packet limit)."""
+    async with OceanBaseStore(database=engine_db, app_name=APP, index=INDEX) as store:
+        await store.abatch(_ops(("docs",), [(f"k{i}", {"text": f"first text {i}"}) for i in range(600)]))
+        await store.abatch(_ops(("docs",), [(f"k{i}", {"text": f"second text {i}"}) for i in range(600)]))
+        assert await memories(engine_db) == 600 and await dangling_links(engine_db) == 0
+        assert "k7" in await keys_found(store, "second text 7")
+
+
 def _ops(ns, pairs):
     from langgraph.store.base import PutOp
 
