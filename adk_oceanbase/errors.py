@@ -18,6 +18,7 @@ from google.adk.errors import StaleSessionError
 
 __all__ = [
     "AdkOceanBaseError",
+    "CheckpointCorruptError",
     "CheckpointTooLargeError",
     "ConfigurationError",
     "ConnectionFailedError",
@@ -111,6 +112,14 @@ class EventTooLargeError(ValidationError):
 
 class CheckpointTooLargeError(ValidationError):
     """A LangGraph checkpoint blob, write or Store value exceeds its saver's or store's ``max_value_bytes``."""
+
+
+class CheckpointCorruptError(AdkOceanBaseError):
+    """A stored LangGraph channel value cannot be rebuilt: a delta's base row is gone or its counts do not add up.
+
+    The saver's own deletes keep every base a kept checkpoint needs; this means
+    rows were deleted or changed outside it.
+    """
 
 
 class StateTooLargeError(InvalidStateError):

@@ -102,19 +102,27 @@ _VOCAB = ["".join(random.Random(w).choices("abcdefghijklmnopqrstuvwxyz", k=rando
           for w in range(5000)]
 
 
+HISTORY = {"mode": "append"}
+"""``--history``: ``append`` (the default: checkpoint ``n``'s list is checkpoint ``n - 1``'s plus one message, as
+an ``add_messages`` / ``operator.add`` state grows) or ``redraw`` (every message drawn again each step from a seed
+of ``n``: what runs before 2026-11-28 measured; no graph's state changes that way)."""
+
+
 def messages(n: int) -> list[dict[str, str]]:
-    rng = random.Random(n)
+    rngs = [random.Random(n)] * n if HISTORY["mode"] == "redraw" else [random.Random(i) for i in range(n)]
     if TEXT["mode"] == "words":
         return [{"role": "user" if i % 2 else "assistant",
-                 "content": f"message {i} " + " ".join(rng.choices(_VOCAB, k=rng.randint(8, 35)))} for i in range(n)]
+                 "content": f"message {i} " + " ".join(rng.choices(_VOCAB, k=rng.randint(8, 35)))}
+                for i, rng in enumerate(rngs)]
     if TEXT["mode"] == "messages":
         from langchain_core.messages import AIMessage, HumanMessage
 
         return [(HumanMessage if i % 2 else AIMessage)(  # type: ignore[misc]
-            content=f"message {i} " + " ".join(rng.choices(_VOCAB, k=rng.randint(8, 35))), id=f"msg-{n}-{i}")
-            for i in range(n)]
+            content=f"message {i} " + " ".join(rng.choices(_VOCAB, k=rng.randint(8, 35))),
+            id=f"msg-{n}-{i}" if HISTORY["mode"] == "redraw" else f"msg-{i}")
+            for i, rng in enumerate(rngs)]
     return [{"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "x" * rng.randint(40, 200)}
-            for i in range(n)]
+            for i, rng in enumerate(rngs)]
 
 
 def step_checkpoint(saver: Any, prev: dict | None, i: int) -> tuple[dict, dict]:
@@ -407,12 +415,15 @@ def main() -> None:
     ap.add_argument("--only", choices=["savers", "store"], help="run one half")
     ap.add_argument("--text", choices=["filler", "words", "messages"], default="filler",
                     help="message text of the saver workloads (how well it compresses; see TEXT)")
+    ap.add_argument("--history", choices=["append", "redraw"], default="append",
+                    help="how the message list grows from one checkpoint to the next (see HISTORY)")
     ap.add_argument("--json", default="benchmarks/results/langgraph.json")
     args = ap.parse_args()
     if args.quick:
         args.puts, args.list_size, args.list_reps, args.graph_steps, args.graph_reps = 60, 200, 3, 50, 3
         args.store_items, args.store_queries = min(args.store_items, 2000), 50
     TEXT["mode"] = args.text
+    HISTORY["mode"] = args.history
     env = environment(PACKAGES)
     print_environment(env)
     with seekdb_or_url(args.url) as server:

@@ -175,11 +175,11 @@ def select_writes(app: str, keys: Sequence[tuple[str, str, str]]) -> tuple[str, 
 
 
 def select_blobs(app: str, keys: Sequence[tuple[str, str, str, str]]) -> tuple[str, dict[str, Any]]:
-    """The blobs ``keys`` ``(thread, ns, channel, version)``."""
+    """The blobs ``keys`` ``(thread, ns, channel, version)``, with their user (a delta's base must be its user's)."""
     params: dict[str, Any] = {"app": app}
     rows = ", ".join(f"({_names(f'k{i}_', key, params)})" for i, key in enumerate(keys))
     sql = (
-        "SELECT thread_id, checkpoint_ns, channel, version, value_type, payload FROM lg_checkpoint_blobs "
+        "SELECT thread_id, checkpoint_ns, channel, version, value_type, payload, user_id FROM lg_checkpoint_blobs "
         f"WHERE app_name = %(app)s AND (thread_id, checkpoint_ns, channel, version) IN ({rows})"
     )
     return sql, params

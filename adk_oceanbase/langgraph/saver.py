@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import OrderedDict
-from typing import Any, AsyncIterator, Iterator, Optional, Sequence
+from typing import Any, AsyncIterator, Iterator, NamedTuple, Optional, Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
@@ -32,12 +32,12 @@ from .._lifecycle import DatabaseService
 from ..audit import AuditEntry, AuditSettings, Auditor, audited, current_entry
 from ..config import Config
 from ..engine import Database
-from ..errors import ConfigurationError, InvalidValueError, is_rerunnable
+from ..errors import CheckpointCorruptError, ConfigurationError, InvalidValueError, is_rerunnable
 from ..gateway import retrying
 from ..rawtx import COMMIT
 from ..redaction import RedactionPolicy, redact_value
 from ..validation import check_id
-from . import codec
+from . import codec, delta
 from . import queries as q
 from .bridge import Home, HomeLifecycle
 from .writer import GroupWriter
@@ -50,6 +50,21 @@ _PAGE = 200
 """Checkpoints whose blobs and writes ``list`` loads per round trip (an IN list of that many keys)."""
 _RECENT = 1024
 """Threads whose newest checkpoint's channel versions are remembered (see ``_get_tuple``)."""
+
+
+class _Recent(NamedTuple):
+    """The newest checkpoint this saver wrote or read on a thread namespace."""
+
+    cid: str
+    versions: dict[str, str]
+    chains: dict[str, tuple[str, ...]]
+    """Channel -> the versions its blob is built on (:mod:`.delta`), for the channels stored as deltas."""
+
+    def blob_keys(self) -> list[tuple[str, str]]:
+        """``(channel, version)`` of every blob a read of this checkpoint fetches, the delta chains' included."""
+        keys = list(self.versions.items())
+        keys += [(ch, v) for ch, chain in self.chains.items() for v in chain]
+        return keys
 
 
 def _audit(operation: str, arg: str | None = None, *, read: bool = False):
@@ -87,6 +102,11 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         compression: ``"zstd"`` (the default when ``zstandard`` is installed),
             ``"zlib"``, or ``None``: how payloads of 1 kB and more are stored
             (:func:`.codec.pack`).  Rows are read whichever way they were written.
+        delta_every: a list channel that grew by appending (a message list) is
+            stored as the appended elements only, on the version before it, with
+            a whole snapshot every ``delta_every`` versions: a read fetches at most
+            that many rows, in the same round trip (:mod:`.delta`).  ``1`` stores
+            every version whole, as the Postgres saver does.
 
     A thread is tied to a user by ``configurable["user_id"]`` in the config of
     its calls (LangGraph passes the run's whole ``configurable`` to the saver):
@@ -111,6 +131,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         audit: AuditSettings | None = None,
         max_value_bytes: int = 16 * 1024 * 1024,
         compression: str | None = codec.WRITER,
+        delta_every: int = 8,
         auto_setup: bool = True,
     ) -> None:
         BaseCheckpointSaver.__init__(self, serde=serde)
@@ -118,6 +139,9 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             hint = " (zstd needs the zstandard package)" if compression == "zstd" else ""
             raise ConfigurationError(f"compression must be one of {codec.CODECS} or None, got {compression!r}{hint}")
         self.compression = compression
+        if not isinstance(delta_every, int) or isinstance(delta_every, bool) or delta_every < 1:
+            raise ConfigurationError(f"delta_every must be a positive integer, got {delta_every!r}")
+        self.delta_every = delta_every
         self._bind_database(url, config, database, engine, auto_setup)
         self.app_name = check_id("app_name", app_name)
         self._redaction = redaction
@@ -125,7 +149,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         self.max_value_bytes = max_value_bytes
         self._home = Home()
         self._writer = GroupWriter(self._commit)
-        self._recent: OrderedDict[tuple[str, str], tuple[str, tuple[tuple[str, str], ...]]] = OrderedDict()
+        self._recent: OrderedDict[tuple[str, str], _Recent] = OrderedDict()
+        self._lists = delta.ListMemory()
 
     # ------------------------------------------------------------------ helpers
     def get_next_version(self, current: Optional[str], channel: None = None) -> str:  # type: ignore[override]
@@ -135,11 +160,14 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         redactor = self._redaction.redactor_for(self.app_name) if self._redaction is not None else None
         return values if redactor is None or not values else await redact_value(redactor, values)
 
-    def _dump(self, what: str, value: Any) -> tuple[str, bytes]:
-        """The value as stored: serialized, size-checked, then compressed when that pays (:func:`.codec.pack`)."""
+    def _serialize(self, what: str, value: Any) -> tuple[str, bytes]:
         vtype, payload = self.serde.dumps_typed(value)
         codec.check_size(what, payload, self.max_value_bytes)
-        return codec.pack(vtype, payload, self.compression)  # type: ignore[return-value]
+        return vtype, payload  # type: ignore[return-value]
+
+    def _dump(self, what: str, value: Any) -> tuple[str, bytes]:
+        """The value as stored: serialized, size-checked, then compressed when that pays (:func:`.codec.pack`)."""
+        return codec.pack(*self._serialize(what, value), self.compression)  # type: ignore[return-value]
 
     def _loads(self, typed: tuple[str, Any]) -> Any:
         return self.serde.loads_typed(codec.unpack(typed[0], typed[1]))
@@ -180,27 +208,57 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         values = dict(stored.pop("channel_values", None) or {})
         changed = {codec.check_channel(ch): values[ch] for ch in new_versions if ch in values}
         changed = await self._redacted(changed)
-        vtype, payload = self._dump("the checkpoint", {**stored, "channel_values": {}})
+        versions = {ch: str(v) for ch, v in (stored.get("channel_versions") or {}).items()}
+        prev = self._recent.get((thread, ns))
+        # A channel this step left alone keeps its blob, and the chain that blob is built on.
+        chains = {ch: c for ch, c in prev.chains.items() if versions.get(ch) == prev.versions.get(ch)} if prev else {}
+        # A delta rests on the channel's version in the parent checkpoint, as this saver last stored or read it.
+        parents = prev.versions if prev is not None and parent is not None and prev.cid == parent else {}
         md, run_id = codec.metadata_json(config, metadata)
-        blobs = []
+        blobs, lists = [], {}
         for ch, version in new_versions.items():
-            blob = {"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": str(version), "user": user}
+            version = str(version)
+            blob = {"app": self.app_name, "thread": thread, "ns": ns, "channel": ch, "version": version, "user": user}
+            chains.pop(ch, None)
             if ch in changed:
-                btype, data = self._dump(f"channel {ch!r}", changed[ch])
+                vtype, payload = self._serialize(f"channel {ch!r}", changed[ch])
+                known = self._lists.get((thread, ns, ch))
+                if known is not None and parents.get(ch) != known.version:
+                    known = None
+                plan = delta.plan(known, version, vtype, payload, user, self.delta_every)
+                btype, data = codec.pack(plan.vtype, plan.payload, self.compression)
                 blobs.append((q.INSERT_BLOBS, {**blob, "type": btype, "payload": codec.hex_of(data)}))
+                if plan.chain:
+                    chains[ch] = plan.chain
+                if plan.known is not None:
+                    lists[ch] = plan.known
             else:
                 blobs.append((q.INSERT_EMPTY_BLOB, {**blob, "type": codec.EMPTY}))
+        body = {**stored, "channel_values": {}}
+        if chains:
+            body[delta.CHAIN_KEY] = {ch: list(c) for ch, c in chains.items()}
+        vtype, payload = self._dump("the checkpoint", body)
         row = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "parent": parent, "user": user,
                "run": run_id, "type": vtype, "checkpoint": codec.hex_of(payload), "metadata": md}
         await self._write([*blobs, (q.UPSERT_CHECKPOINT, row)])
-        self._remember(thread, ns, cid, stored.get("channel_versions") or {})
+        self._remember(thread, ns, _Recent(cid, versions, chains), lists)
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
 
-    def _remember(self, thread: str, ns: str, cid: str, versions: dict[str, Any]) -> None:
-        self._recent[(thread, ns)] = (cid, tuple((ch, str(v)) for ch, v in versions.items()))
+    def _remember(self, thread: str, ns: str, recent: _Recent, lists: dict[str, delta.Known]) -> None:
+        self._recent[(thread, ns)] = recent
         self._recent.move_to_end((thread, ns))
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)
+        for ch, known in lists.items():
+            self._lists.put((thread, ns, ch), known)
+
+    def _forget(self, threads: Sequence[str]) -> None:
+        """Drops what this saver remembers of ``threads`` (their rows were deleted: no delta may rest on them)."""
+        gone = set(threads)
+        for key in [k for k in self._recent if k[0] in gone]:
+            del self._recent[key]
+        for thread in gone:
+            self._lists.forget_thread(thread)
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -234,6 +292,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
     @_audit("lg_delete_thread", "thread_id")
     async def _delete_thread(self, thread_id: str) -> None:
         params = {"app": self.app_name, "thread": codec.thread_of(thread_id)}
+        self._forget([params["thread"]])
         await self._write([(sql, params) for sql in q.DELETE_THREAD])
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -255,6 +314,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         """Copies every checkpoint (the whole parent chain), blob and write of a thread, in one transaction."""
         params = {"app": self.app_name, "source": codec.thread_of(source_thread_id),
                   "target": codec.thread_of(target_thread_id)}
+        self._forget([params["target"]])
         await self._write([(q.COPY_CHECKPOINTS, params), (q.COPY_BLOBS, params), (q.COPY_WRITES, params)])
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -272,6 +332,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         threads = [codec.thread_of(t) for t in thread_ids]
         if not threads:
             return
+        self._forget(threads)
         if strategy == "delete":
             await self._write([(sql, {"app": self.app_name, "thread": t}) for t in threads for sql in q.DELETE_THREAD])
             return
@@ -279,10 +340,12 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         ((_, latest),) = await self._read_batch([(sql, params)])
         statements: list[tuple[Any, Any]] = []
         for thread, ns, cid, _parent, vtype, payload, _md in latest:
-            versions = self._loads((vtype, payload)).get("channel_versions", {})
+            cp = self._loads((vtype, payload))
+            versions = {c: str(v) for c, v in cp.get("channel_versions", {}).items()}
+            keep = _Recent(cid, versions, self._chains_of(cp, versions)).blob_keys()  # the deltas' bases stay too
             doomed, p = q.delete_checkpoints_except(self.app_name, thread, ns, cid)
             statements += [(s, p) for s in doomed]
-            statements.append(q.delete_blobs_except(self.app_name, thread, ns, [(c, str(v)) for c, v in versions.items()]))
+            statements.append(q.delete_blobs_except(self.app_name, thread, ns, keep))
         if statements:
             await self._write(statements)
 
@@ -304,15 +367,16 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         # _tuples makes for what is missing): a graph's get after its put is one round trip.
         guess = self._recent.get((thread, ns))
         batch = [select, writes]
-        if guess and guess[1] and (cid is None or cid == guess[0]):
-            batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in guess[1]]))
+        if guess and guess.versions and (cid is None or cid == guess.cid):
+            batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in guess.blob_keys()]))
         results = await self._read_batch(batch)
         (_, rows), (_, write_rows) = results[0], results[1]
         if not rows:
             return None
         writes_by = {(thread, ns, rows[0][2]): [r[1:] if cid is None else r[3:] for r in write_rows]}
-        tup = (await self._tuples(rows, writes_by, results[2][1] if len(results) > 2 else ()))[0]
-        self._remember(thread, ns, rows[0][2], tup.checkpoint.get("channel_versions") or {})
+        seen: list[tuple[_Recent, dict[str, delta.Known]]] = []
+        tup = (await self._tuples(rows, writes_by, results[2][1] if len(results) > 2 else (), seen))[0]
+        self._remember(thread, ns, *seen[0])
         return tup
 
     async def alist(
@@ -351,29 +415,71 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             out += await self._tuples(page, writes_by)
         return out
 
+    @staticmethod
+    def _chains_of(cp: dict[str, Any], versions: dict[str, str]) -> dict[str, tuple[str, ...]]:
+        """The delta chains a stored checkpoint names (taken out of it: callers never see them)."""
+        chains = cp.pop(delta.CHAIN_KEY, None) or {}
+        return {ch: tuple(c) for ch, c in chains.items() if ch in versions}
+
     async def _tuples(
-        self, rows: Sequence[Any], writes_by: dict[tuple[str, str, str], list[Any]], prefetched: Sequence[Any] = ()
+        self,
+        rows: Sequence[Any],
+        writes_by: dict[tuple[str, str, str], list[Any]],
+        prefetched: Sequence[Any] = (),
+        seen: list[tuple[_Recent, dict[str, delta.Known]]] | None = None,
     ) -> list[CheckpointTuple]:
-        """Checkpoint rows with their pending writes, their channel values loaded in one round trip (or none)."""
-        decoded = [(row, self._loads((row[4], row[5]))) for row in rows]
-        wanted = {(r[0], r[1], ch, str(v)) for r, cp in decoded for ch, v in cp.get("channel_versions", {}).items()}
-        blob_rows = list(prefetched)
-        missing = sorted(wanted - {tuple(b[:4]) for b in blob_rows})
+        """Checkpoint rows with their pending writes, their channel values loaded in one round trip (or none).
+
+        The blobs fetched include every delta's chain (:mod:`.delta`), named by
+        the checkpoint; a base missing from them (a checkpoint written without
+        knowing its chain) costs one more round trip.  ``seen`` gets each
+        checkpoint's versions, chains and lists: what a later ``put`` builds on.
+        """
+        decoded = []
+        wanted: set[tuple[str, str, str, str]] = set()
+        for row in rows:
+            cp = self._loads((row[4], row[5]))
+            versions = {ch: str(v) for ch, v in cp.get("channel_versions", {}).items()}
+            chains = self._chains_of(cp, versions)
+            wanted.update((row[0], row[1], ch, v) for ch, v in versions.items())
+            wanted.update((row[0], row[1], ch, v) for ch, chain in chains.items() for v in chain)
+            decoded.append((row, cp, versions, chains))
+        fetched = {tuple(b[:4]): b for b in prefetched}
+        missing = sorted(wanted - fetched.keys())
         if missing:
             ((_, more),) = await self._read_batch([q.select_blobs(self.app_name, missing)])
-            blob_rows += more
-        blobs: dict[tuple[str, str, str, str], Any] = {}
-        if blob_rows:
-            for thread, ns, ch, version, vtype, payload in blob_rows:
-                if vtype != codec.EMPTY and payload is not None and (thread, ns, ch, version) in wanted:
-                    blobs[(thread, ns, ch, version)] = self._loads((vtype, payload))
+            fetched.update((tuple(b[:4]), b) for b in more)
+        raw: dict[tuple[str, str, str, str], tuple[str, bytes | None]] = {}
+
+        def unpacked(key: tuple[str, str, str, str]) -> tuple[str, bytes | None] | None:
+            if key not in raw:
+                b = fetched.get(key)
+                if b is None:
+                    return None
+                raw[key] = (b[4], None) if b[4] == codec.EMPTY or b[5] is None else codec.unpack(b[4], b[5])
+            return raw[key]
+
+        values: dict[tuple[str, str, str, str], Any] = {}
         out = []
-        for (thread, ns, cid, parent, _t, _p, md), cp in decoded:
-            values = {}
-            for ch, v in cp.get("channel_versions", {}).items():
-                if (thread, ns, ch, str(v)) in blobs:
-                    values[ch] = blobs[(thread, ns, ch, str(v))]
-            cp["channel_values"] = values
+        for (thread, ns, cid, parent, _t, _p, md), cp, versions, chains in decoded:
+            lists: dict[str, delta.Known] = {}
+            cp["channel_values"] = {}
+            for ch, v in versions.items():
+                key = (thread, ns, ch, v)
+                if key not in values:
+                    got = unpacked(key)
+                    if got is None or got[1] is None:
+                        continue
+                    vtype, data = got
+                    chain: tuple[str, ...] = ()
+                    if vtype.startswith(delta.APPEND):
+                        vtype, data, chain = await self._assemble(key, vtype, data, unpacked, fetched)
+                    values[key] = self.serde.loads_typed((vtype, data))
+                    if seen is not None and vtype == delta.ARRAY_TYPE and (arr := delta.split_array(data)):
+                        lists[ch] = delta.Known(v, arr[0], arr[1], data, chain, fetched[key][6])
+                cp["channel_values"][ch] = values[key]
+            if seen is not None:
+                seen.append((_Recent(cid, versions, chains), lists))
             out.append(CheckpointTuple(
                 config=codec.config_for(thread, ns, cid),  # type: ignore[arg-type]
                 checkpoint=cp,
@@ -382,6 +488,28 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 pending_writes=codec.sorted_writes(writes_by.get((thread, ns, cid), []), self._loads),
             ))
         return out
+
+    async def _assemble(self, key: tuple[str, str, str, str], vtype: str, data: bytes, unpacked: Any,
+                        fetched: dict[Any, Any]) -> tuple[str, bytes, tuple[str, ...]]:
+        """A delta blob's whole list (:func:`.delta.assemble`), fetching bases the checkpoint did not name."""
+        thread, ns, ch, version = key
+
+        def row(v: str) -> tuple[str, bytes] | None:
+            got = unpacked((thread, ns, ch, v))
+            return None if got is None else (got[0], got[1] or b"")
+
+        while True:
+            try:
+                return delta.assemble(version, vtype, data, row)
+            except delta.MissingBase as missing:
+                base = (thread, ns, ch, missing.version)
+                ((_, more),) = await self._read_batch([q.select_blobs(self.app_name, [base])])
+                if not more:
+                    raise CheckpointCorruptError(
+                        f"channel {ch!r} version {version!r} of thread {thread!r} is stored as a delta on version "
+                        f"{missing.version!r}, which is gone (deleted outside this saver?)"
+                    ) from None
+                fetched[base] = more[0]
 
     # ------------------------------------------------------------------ sync
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
