@@ -43,6 +43,7 @@ __all__ = [
     "key_of",
     "metadata_json",
     "next_version",
+    "names_one_value",
     "pack",
     "sorted_writes",
     "thread_of",
@@ -137,6 +138,17 @@ def next_version(current: Any) -> str:
     else:
         n = int(str(current).split(".")[0])
     return f"{n + 1:032}.{random.random():016}"
+
+
+def names_one_value(version: str) -> bool:
+    """Whether ``version`` was made by :func:`next_version` (a counter and a random part), so no other value is stored under it.
+
+    A caller may put its own versions (``"1"`` for several values, as the
+    conformance suite does): the first value written under one wins in the
+    table, so only versions of this shape may be remembered by value
+    (:mod:`.delta`: delta bases and reads served from the saver's memory).
+    """
+    return len(version) > 33 and version[32] == "." and version[:32].isdigit()
 
 
 def write_index(channel: str, idx: int) -> int:

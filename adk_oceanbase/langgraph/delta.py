@@ -36,7 +36,7 @@ from typing import Callable
 
 from ..errors import CheckpointCorruptError
 
-__all__ = ["APPEND", "CHAIN_KEY", "Known", "ListMemory", "Plan", "assemble", "plan"]
+__all__ = ["APPEND", "CHAIN_KEY", "Known", "Plan", "ValueMemory", "assemble", "known_of", "plan"]
 
 APPEND = "append+"
 """Type tag prefix of a delta blob: ``append+msgpack`` (``zstd+append+msgpack`` when compressed)."""
@@ -71,20 +71,33 @@ def array_header(count: int) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Known:
-    """A list this saver last stored or read for a (thread, namespace, channel): the base of the next delta."""
+    """The value this saver last stored or read for a (thread, namespace, channel), as the serializer wrote it.
+
+    The base of the next delta when it is a list; and what a read of that
+    version decodes without fetching it (the bytes are immutable and a
+    version names one value, so the objects a read returns are fresh ones,
+    exactly as if the row had been fetched).
+    """
 
     version: str
-    count: int
-    header: int
+    vtype: str
     payload: bytes
-    """The serialized list (array header + element bytes), kept by reference: compared as bytes, never as values."""
+    """The serializer's bytes, kept by reference: compared as bytes, never as values."""
     chain: tuple[str, ...]
     """Versions the blob at ``version`` is built on, snapshot first (``()``: it is a snapshot)."""
     user: str
+    count: int | None = None
+    """Elements when the value is a msgpack array (a list: a delta may extend it), else None."""
+    header: int = 0
 
     @property
     def size(self) -> int:
         return len(self.payload) - self.header
+
+
+def known_of(version: str, vtype: str, payload: bytes, chain: tuple[str, ...], user: str) -> Known:
+    arr = split_array(payload) if vtype == ARRAY_TYPE else None
+    return Known(version, vtype, payload, chain, user, *(arr or (None, 0)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +107,7 @@ class Plan:
     vtype: str
     payload: bytes
     chain: tuple[str, ...]
-    known: Known | None
+    known: Known
 
 
 def _header(base: str, base_count: int, added: int) -> bytes:
@@ -110,12 +123,13 @@ def plan(known: Known | None, version: str, vtype: str, payload: bytes, user: st
     """
     arr = split_array(payload) if vtype == ARRAY_TYPE and every > 1 else None
     if arr is None:
-        return Plan(vtype, payload, (), None)
+        return Plan(vtype, payload, (), known_of(version, vtype, payload, (), user))
     count, header = arr
     if known is not None and known.version == version:  # the same version again: the row already names its chain
         return Plan(vtype, payload, known.chain, known)
     if (
         known is not None
+        and known.count is not None
         and known.user == user
         and len(known.chain) + 1 < every
         and count >= known.count
@@ -125,8 +139,8 @@ def plan(known: Known | None, version: str, vtype: str, payload: bytes, user: st
         tail = memoryview(payload)[header + known.size :]
         chain = (*known.chain, known.version)
         stored = _header(known.version, known.count, count - known.count) + tail
-        return Plan(APPEND + vtype, stored, chain, Known(version, count, header, payload, chain, user))
-    return Plan(vtype, payload, (), Known(version, count, header, payload, (), user))
+        return Plan(APPEND + vtype, stored, chain, Known(version, vtype, payload, chain, user, count, header))
+    return Plan(vtype, payload, (), Known(version, vtype, payload, (), user, count, header))
 
 
 def parse(data: bytes) -> tuple[str, int, int, memoryview]:
@@ -183,8 +197,8 @@ class MissingBase(Exception):
         self.version = version
 
 
-class ListMemory:
-    """The last list stored or read per (thread, namespace, channel), within a byte budget (LRU).
+class ValueMemory:
+    """The last value stored or read per (thread, namespace, channel), as :class:`Known`, within a byte budget (LRU).
 
     The payloads are the serializer's own bytes objects, kept by reference;
     ``budget`` bounds their sum (a thread forgotten here just writes its next

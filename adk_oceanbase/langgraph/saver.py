@@ -11,9 +11,13 @@ pass the app's redaction policy, and writes are audited.
 
 Each write is one transaction sent in one packet (blob inserts, checkpoint
 upsert, audit row, COMMIT) on the driver connection; a ``get_tuple`` is two
-round trips (the checkpoint with its writes, then its blobs).  Payloads of
+round trips (the checkpoint with its writes, then its blobs), one after this
+saver's own put or get of the thread (the blobs it names are fetched with them).  Payloads of
 1 kB and more are stored compressed, the codec named in the row's type tag
 (:func:`.codec.pack`): the server's cost of a put grows with the bytes it stores.
+For the same reason a list channel that grew by appending (a message list) is
+stored as the appended elements on its previous version (:mod:`.delta`), the
+checkpoint naming the versions a read must fetch with it.
 """
 
 from __future__ import annotations
@@ -60,10 +64,16 @@ class _Recent(NamedTuple):
     chains: dict[str, tuple[str, ...]]
     """Channel -> the versions its blob is built on (:mod:`.delta`), for the channels stored as deltas."""
 
-    def blob_keys(self) -> list[tuple[str, str]]:
-        """``(channel, version)`` of every blob a read of this checkpoint fetches, the delta chains' included."""
-        keys = list(self.versions.items())
-        keys += [(ch, v) for ch, chain in self.chains.items() for v in chain]
+    def blob_keys(self, held: Any = lambda ch, v: False) -> list[tuple[str, str]]:
+        """``(channel, version)`` of every blob a read of this checkpoint fetches, the delta chains' included.
+
+        ``held(channel, version)``: the saver holds that value's bytes already (nothing of it is fetched).
+        """
+        keys = []
+        for ch, v in self.versions.items():
+            if not held(ch, v):
+                keys.append((ch, v))
+                keys += [(ch, b) for b in self.chains.get(ch, ())]
         return keys
 
 
@@ -150,7 +160,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         self._home = Home()
         self._writer = GroupWriter(self._commit)
         self._recent: OrderedDict[tuple[str, str], _Recent] = OrderedDict()
-        self._lists = delta.ListMemory()
+        self._memory = delta.ValueMemory()
 
     # ------------------------------------------------------------------ helpers
     def get_next_version(self, current: Optional[str], channel: None = None) -> str:  # type: ignore[override]
@@ -222,15 +232,15 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             chains.pop(ch, None)
             if ch in changed:
                 vtype, payload = self._serialize(f"channel {ch!r}", changed[ch])
-                known = self._lists.get((thread, ns, ch))
-                if known is not None and parents.get(ch) != known.version:
+                known = self._memory.get((thread, ns, ch)) if codec.names_one_value(version) else None
+                if known is not None and known.version != version and parents.get(ch) != known.version:
                     known = None
                 plan = delta.plan(known, version, vtype, payload, user, self.delta_every)
                 btype, data = codec.pack(plan.vtype, plan.payload, self.compression)
                 blobs.append((q.INSERT_BLOBS, {**blob, "type": btype, "payload": codec.hex_of(data)}))
                 if plan.chain:
                     chains[ch] = plan.chain
-                if plan.known is not None:
+                if codec.names_one_value(version):
                     lists[ch] = plan.known
             else:
                 blobs.append((q.INSERT_EMPTY_BLOB, {**blob, "type": codec.EMPTY}))
@@ -250,7 +260,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         if len(self._recent) > _RECENT:
             self._recent.popitem(last=False)
         for ch, known in lists.items():
-            self._lists.put((thread, ns, ch), known)
+            self._memory.put((thread, ns, ch), known)
 
     def _forget(self, threads: Sequence[str]) -> None:
         """Drops what this saver remembers of ``threads`` (their rows were deleted: no delta may rest on them)."""
@@ -258,7 +268,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         for key in [k for k in self._recent if k[0] in gone]:
             del self._recent[key]
         for thread in gone:
-            self._lists.forget_thread(thread)
+            self._memory.forget_thread(thread)
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -368,9 +378,11 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         guess = self._recent.get((thread, ns))
         batch = [select, writes]
         if guess and guess.versions and (cid is None or cid == guess.cid):
-            batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in guess.blob_keys()]))
+            keys = guess.blob_keys(lambda ch, v: self._held(thread, ns, ch, v) is not None)
+            if keys:
+                batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in keys]))
         results = await self._read_batch(batch)
-        (_, rows), (_, write_rows) = results[0], results[1]
+        (_, rows), (_, write_rows) = results[0], results[1]  # the blobs' answer, when asked, is results[2]
         if not rows:
             return None
         writes_by = {(thread, ns, rows[0][2]): [r[1:] if cid is None else r[3:] for r in write_rows]}
@@ -415,6 +427,11 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             out += await self._tuples(page, writes_by)
         return out
 
+    def _held(self, thread: str, ns: str, ch: str, version: str) -> delta.Known | None:
+        """The bytes of ``version`` of a channel when this saver stored or read that version last (no fetch needed)."""
+        known = self._memory.get((thread, ns, ch))
+        return known if known is not None and known.version == version else None
+
     @staticmethod
     def _chains_of(cp: dict[str, Any], versions: dict[str, str]) -> dict[str, tuple[str, ...]]:
         """The delta chains a stored checkpoint names (taken out of it: callers never see them)."""
@@ -437,12 +454,16 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         """
         decoded = []
         wanted: set[tuple[str, str, str, str]] = set()
+        held: dict[tuple[str, str, str, str], delta.Known] = {}  # taken now: a put may replace them during the fetch
         for row in rows:
             cp = self._loads((row[4], row[5]))
             versions = {ch: str(v) for ch, v in cp.get("channel_versions", {}).items()}
             chains = self._chains_of(cp, versions)
-            wanted.update((row[0], row[1], ch, v) for ch, v in versions.items())
-            wanted.update((row[0], row[1], ch, v) for ch, chain in chains.items() for v in chain)
+            for ch, v in versions.items():
+                if (known := self._held(row[0], row[1], ch, v)) is not None:
+                    held[(row[0], row[1], ch, v)] = known
+            keys = _Recent(row[2], versions, chains).blob_keys(lambda ch, v, r=row: (r[0], r[1], ch, v) in held)
+            wanted.update((row[0], row[1], ch, v) for ch, v in keys)
             decoded.append((row, cp, versions, chains))
         fetched = {tuple(b[:4]): b for b in prefetched}
         missing = sorted(wanted - fetched.keys())
@@ -466,7 +487,12 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             cp["channel_values"] = {}
             for ch, v in versions.items():
                 key = (thread, ns, ch, v)
-                if key not in values:
+                if key in values:
+                    pass
+                elif (known := held.get(key)) is not None:
+                    values[key] = self.serde.loads_typed((known.vtype, known.payload))
+                    lists[ch] = known
+                else:
                     got = unpacked(key)
                     if got is None or got[1] is None:
                         continue
@@ -475,8 +501,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                     if vtype.startswith(delta.APPEND):
                         vtype, data, chain = await self._assemble(key, vtype, data, unpacked, fetched)
                     values[key] = self.serde.loads_typed((vtype, data))
-                    if seen is not None and vtype == delta.ARRAY_TYPE and (arr := delta.split_array(data)):
-                        lists[ch] = delta.Known(v, arr[0], arr[1], data, chain, fetched[key][6])
+                    if seen is not None and codec.names_one_value(v):
+                        lists[ch] = delta.known_of(v, vtype, data, chain, fetched[key][6])
                 cp["channel_values"][ch] = values[key]
             if seen is not None:
                 seen.append((_Recent(cid, versions, chains), lists))

@@ -63,7 +63,7 @@ def test_a_snapshot_every_n_versions_and_non_appends_are_whole() -> None:
         assert delta.plan(known, "v9", *SERDE.dumps_typed(value), "u", 8).vtype == "msgpack"
     other_user = chain_of([history(4)], every=8)[0].known
     assert delta.plan(other_user, "v9", *SERDE.dumps_typed(history(5)), "someone else", 8).chain == ()
-    assert delta.plan(None, "v", *SERDE.dumps_typed({"not": "a list"}), "u", 8).known is None
+    assert delta.plan(None, "v", *SERDE.dumps_typed({"not": "a list"}), "u", 8).known.count is None
     assert chain_of([history(2), history(3)], every=1)[1].vtype == "msgpack"
 
 
@@ -117,6 +117,11 @@ async def test_a_growing_list_is_stored_as_deltas_and_reads_back_at_every_checkp
             got = await saver.aget_tuple(config)
             assert got.checkpoint["channel_values"] == {"messages": history(i + 1), "n": i - i % 3}
             assert delta.CHAIN_KEY not in got.checkpoint
+        # the latest version is decoded from the bytes the saver wrote: fresh objects each read
+        got = await saver.aget_tuple(configs[-1])
+        got.checkpoint["channel_values"]["messages"].append(message(50))
+        got.checkpoint["channel_values"]["messages"][0].content = "changed by the caller"
+        assert (await saver.aget_tuple(configs[-1])).checkpoint["channel_values"]["messages"] == history(10)
         listed = [t async for t in saver.alist(generate_config("t-delta"))]
         assert [t.checkpoint["channel_values"]["messages"] for t in listed] == [history(n) for n in range(10, 0, -1)]
     # another saver (a restarted process) reads them, then appends on what it read
