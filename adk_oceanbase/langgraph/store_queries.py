@@ -19,6 +19,7 @@ __all__ = [
     "SWEEP_FIELDS",
     "SWEEP_ITEMS",
     "UPSERT_ITEM",
+    "field_hits",
     "field_links",
     "get_items",
     "list_namespaces",
@@ -179,6 +180,27 @@ def field_links(app: str, muser: str, memory_ids: Sequence[str], prefix: str) ->
         "AND i.item_key = f.item_key "
         f"WHERE f.app_name = %(app)s AND f.memory_user = %(muser)s AND f.memory_id IN ({', '.join(ids)}) "
         f"AND {under(prefix, params, 'f.namespace')} AND (i.expires_at IS NULL OR i.expires_at > UTC_TIMESTAMP(6))"
+    )
+    return sql, params
+
+
+def field_hits(app: str, muser: str, prefix: str) -> tuple[str, dict[str, Any]]:
+    """:func:`field_links` as the end of the memory service's search (``memory.HitJoin``): over its ``hits``, in its round trip.
+
+    Rows: ``memory_id, score``, then the item's columns.  ``:name`` parameters,
+    all ``j_``-prefixed, as ``HitJoin`` takes them.
+    """
+    params: dict[str, Any] = {"j_app": app, "j_muser": muser}
+    where = [LIVE]
+    if prefix:
+        params["j_prefix"], params["j_prefix_like"] = prefix, _like(prefix)
+        where.insert(0, "(f.namespace = :j_prefix OR f.namespace LIKE :j_prefix_like)")
+    sql = (
+        "SELECT h.memory_id, h.score, i.namespace, i.item_key, i.value_json, i.created_at, i.updated_at, i.ttl_minutes "
+        "FROM hits h JOIN lg_store_fields f ON f.app_name = :j_app AND f.memory_user = :j_muser "
+        "AND f.memory_id = h.memory_id "
+        "JOIN lg_store_items i ON i.app_name = f.app_name AND i.namespace = f.namespace AND i.item_key = f.item_key "
+        f"WHERE {' AND '.join(where)}"
     )
     return sql, params
 

@@ -99,6 +99,7 @@ def hybrid_search(
     fulltext_statistics: str = "inline",
     author_cue: str | None = None,
     ann_post_filter: bool = False,
+    hits_select: str | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -121,6 +122,10 @@ def hybrid_search(
     walk the graph and filter as it goes (``POST-ITERATIVE-FILTER``) rather than pick its
     ``PRE-FILTER`` scan, a brute-force pass over every row in the filter; for a user who owns
     most of the table (``MemorySettings.ann_owner_share``).
+    ``hits_select``: a caller's SELECT over the relation ``hits`` (``memory_id``, ``score``: the
+    ranked top k, no order) that replaces the output above, so that what the caller reads about its
+    hits comes in the search's own round trip (:class:`.retrieval.HitJoin`); its ``:name``
+    parameters are bound by the caller.
     """
     params: dict[str, Any] = {
         "app": app_name,
@@ -229,10 +234,7 @@ def hybrid_search(
         out_sig[SIGNAL_COLUMNS.index("ft_cov")] = \
             f"CASE WHEN z.in_ft = 1 THEN {coverage_of('z.memory_id', len(terms))} ELSE 0 END AS ft_cov"
     capped = _session_cap_expr(settings.max_hits_per_session, params)
-    sql = f"""WITH {', '.join(ctes)}
-SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
-FROM (
-SELECT d.* FROM (
+    ranked = f"""SELECT d.* FROM (
 SELECT u.memory_id, u.created_at, u.in_ft, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}, {capped} AS capped
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp + :w_auth * t.auth) AS score
@@ -247,7 +249,15 @@ FROM (
 WHERE u.ok = 1 AND u.score >= :min_score
 ) d
 ORDER BY d.capped, d.score DESC, d.created_at DESC, d.memory_id
-LIMIT :k
+LIMIT :k"""
+    if hits_select is not None:
+        # The caller's read of its hits, in place of the winners' memory rows (never fetched then).
+        ctes.append(f"hits AS (SELECT z.memory_id, z.score FROM ({ranked}) z)")
+        return text(f"WITH {', '.join(ctes)}\n{hits_select}"), params
+    sql = f"""WITH {', '.join(ctes)}
+SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
+FROM (
+{ranked}
 ) z JOIN {T} w ON w.app_name = :app AND w.user_id = :user AND w.memory_id = z.memory_id
 ORDER BY z.capped, z.score DESC, z.created_at DESC, z.memory_id"""
     return text(sql), params
