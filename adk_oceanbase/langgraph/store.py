@@ -265,7 +265,7 @@ class OceanBaseStore(HomeLifecycle, DatabaseService, BaseStore):
         topics = None if pool == ix.SHARED_POOL else {"topics": [ix.TOPIC]}
         # The items of the hits come with the search, its statement ending in their join (one round trip
         # on OceanBase, where a second read of lg_store_fields + lg_store_items followed it).
-        join = HitJoin(*q.field_hits(self.app_name, pool, prefix))
+        join = HitJoin(*q.field_hits(self.app_name, pool, prefix, None if op.filter else op.offset + op.limit))
         found = await self.memory.search_joined(self.app_name, pool, op.query, join=join, top_k=wanted, filters=topics)
         best: dict[tuple[str, str], tuple[float, Sequence[Any]]] = {}
         for _, score, *item in found:
