@@ -21,7 +21,7 @@ from adk_oceanbase import gateway
 from adk_oceanbase.errors import ValidationError
 from adk_oceanbase.memory import HashEmbedder, ScoreWeights
 from adk_oceanbase.memory.asker import author_cue
-from adk_oceanbase.memory.retrieval import ProfileCache, Retriever, SearchRequest
+from adk_oceanbase.memory.retrieval import HitJoin, ProfileCache, Retriever, SearchRequest
 from adk_oceanbase.memory.retrievers import MySQLRetriever, OceanBaseRetriever, retriever_for
 from tests.test_memory_ranking import APP, QUERIES, USER, seeded  # noqa: F401 (the fixture)
 
@@ -78,3 +78,26 @@ def test_a_request_is_checked():
     with pytest.raises(ValidationError, match="top_k"):
         SearchRequest(app_name=APP, user_id=USER, query="q", query_vector=None, now=NOW, top_k=0,
                       weights=ScoreWeights())
+
+
+_CONTENTS = ("SELECT h.memory_id, h.score, m.content FROM hits h JOIN agent_memories m "
+             "ON m.app_name = :j_app AND m.user_id = :j_user AND m.memory_id = h.memory_id")
+
+
+@pytest.mark.parametrize("scoring", ["auto", "numpy"])
+async def test_a_joined_search_reads_the_callers_rows_for_the_same_hits(seeded, scoring):
+    """``search_joined`` (the LangGraph store's item lookup): the join's rows are the search's hits, scores and all."""
+    seeded.settings = dataclasses.replace(seeded.settings, scoring=scoring)
+    join = HitJoin(_CONTENTS, {"j_app": APP, "j_user": USER})
+    for query in QUERIES:
+        hits = await seeded.search(APP, USER, query, top_k=5, now=NOW, bump_access=False)
+        rows = await seeded.search_joined(APP, USER, query, join=join, top_k=5, now=NOW)
+        assert hits, query
+        assert sorted((r[0], pytest.approx(r[1]), r[2]) for r in rows) == sorted(
+            (h.memory_id, pytest.approx(h.score), h.entry.content.parts[0].text) for h in hits), query
+    assert await seeded.search_joined(APP, USER, "   ", join=join) == []
+
+
+def test_a_join_names_its_parameters_apart_from_the_search():
+    with pytest.raises(ValidationError, match="'j_'"):
+        HitJoin(_CONTENTS, {"app": APP})

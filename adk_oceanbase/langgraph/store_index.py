@@ -7,7 +7,9 @@ under the store's ``app_name`` and a *memory user* (the namespace's user when
 the store ties namespaces to users, else :data:`SHARED_POOL`), and a search
 is :meth:`OceanBaseMemoryService.search` (vector + per-user BM25 + recency,
 one SQL statement on OceanBase, numpy on MySQL) whose hits are joined back to
-the live items under the namespace prefix through ``lg_store_fields``.
+the live items under the namespace prefix through ``lg_store_fields``: on
+OceanBase at the end of that same statement
+(:meth:`OceanBaseMemoryService.search_joined`, ``store_queries.field_hits``).
 
 The memory id of a field is a hash of its text (normalised as the memory
 service compares contents), so two items with the same text share one memory

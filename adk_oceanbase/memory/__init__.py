@@ -6,7 +6,7 @@ from .pipeline import ExtractionPipeline, PipelineSettings
 from .search_scope import SearchFilters
 from .shared import SharedKnowledge, SharedMemory, scope_user_id
 from .poisoning import InstructionDetector, PatternDetector
-from .retrieval import ProfileCache, Retriever, SearchRequest
+from .retrieval import HitJoin, ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for
 from .scoring import Signals
 from .service import MemoryHit, OceanBaseMemoryService
@@ -18,6 +18,7 @@ __all__ = [
     "ExtractedFact",
     "GeminiEmbedder",
     "HashEmbedder",
+    "HitJoin",
     "InstructionDetector",
     "LlmExtractor",
     "MemoryHit",

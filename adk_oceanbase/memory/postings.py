@@ -48,6 +48,7 @@ so that estimate is the floor here.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import Counter
 from typing import Any, Sequence
@@ -74,6 +75,8 @@ __all__ = [
 ]
 
 P = "memory_terms"
+_statement = functools.lru_cache(maxsize=64)(text)
+"""``text()`` by its SQL, for texts that repeat (see ``search_sql._statement``)."""
 BM25_K1 = 1.5
 BM25_B = 0.75
 BM25_EPSILON = 0.25  # rank-bm25's default floor factor (benchmarks/_baselines.py uses it)
@@ -298,7 +301,7 @@ def bm25_statistics(app_name: str, user_id: str, terms: Counter[str]) -> tuple[T
     if not weights:
         raise ValueError("bm25_statistics needs at least one query term")
     into = ", ".join(f"{STATS_VAR}{name}" for name in ("lf", "mass", *(f"w{i}" for i in range(len(weights)))))
-    stmt = text(
+    stmt = _statement(  # its text depends on the number of terms only
         f"SELECT :kb / CAST(st.avgdl AS DOUBLE), {' + '.join(mass)}, {', '.join(weights)} INTO {into} "
         "FROM (SELECT COUNT(*) AS n, COALESCE(AVG(term_count), 1) AS avgdl FROM agent_memories "
         "WHERE app_name = :app AND user_id = :user AND term_count > 0) st "

@@ -38,9 +38,10 @@ import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Iterable, Protocol, runtime_checkable
+from typing import Any, Iterable, Mapping, Protocol, runtime_checkable
 
 import numpy as np
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .. import gateway
@@ -51,7 +52,7 @@ from .results import MemoryHit
 from .search_scope import SearchFilters, table_rows_capped, user_authors, user_rows_capped
 from .settings import MemorySettings, ScoreWeights
 
-__all__ = ["ProfileCache", "Retriever", "SearchPlanner", "SearchRequest", "UserProfile"]
+__all__ = ["HitJoin", "ProfileCache", "Retriever", "SearchPlanner", "SearchRequest", "UserProfile"]
 
 
 @dataclass(frozen=True)
@@ -90,12 +91,44 @@ class SearchRequest:
             raise ValidationError(f"SearchRequest.top_k must be at least 1, got {self.top_k}")
 
 
+@dataclass(frozen=True)
+class HitJoin:
+    """A caller's read of its search hits, run with the search (:meth:`Retriever.search_joined`).
+
+    A store that keeps memories as the index of its own rows (the LangGraph
+    Store's item fields) needs its rows for the hits, not the memories: as a
+    second query that is one more round trip and statement after the search,
+    and the winners' memory rows decoded for nothing.  With a ``HitJoin`` the
+    SQL ranking ends in the caller's SELECT instead (one statement, one round
+    trip); the numpy ranking runs it after its own search, over the hits as
+    literal rows.  The ranking itself is untouched: the join only reads.
+
+    Attributes:
+        sql: a SELECT reading the relation ``hits`` (columns ``memory_id`` and
+            ``score``: the ranked top k, in no order) joined to the caller's
+            tables, with ``:name`` parameters.  Order the rows yourself.
+        params: its parameters; names start with ``j_`` (the search's own never do).
+    """
+
+    sql: str
+    params: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        bad = [name for name in self.params if not name.startswith("j_")]
+        if bad:
+            raise ValidationError(f"HitJoin parameter names must start with 'j_', got {sorted(bad)}")
+
+
 @runtime_checkable
 class Retriever(Protocol):
     """Ranks one user's memories for a request; one implementation per engine (:mod:`.retrievers`)."""
 
     async def search(self, request: SearchRequest) -> list[MemoryHit]:
         """The best ``request.top_k`` hits, best first; reads only."""
+        ...
+
+    async def search_joined(self, request: SearchRequest, join: HitJoin) -> list[tuple[Any, ...]]:
+        """``join``'s rows over the best ``request.top_k`` hits (:class:`HitJoin`); reads only."""
         ...
 
     def learn_authors(self, app_name: str, user_id: str, authors: Iterable[str]) -> None:
@@ -251,6 +284,23 @@ class SearchPlanner:
 
     async def rebuild_index(self, conn: AsyncConnection) -> bool:
         return False
+
+    async def search(self, request: SearchRequest) -> list[MemoryHit]:  # pragma: no cover - each retriever has one
+        raise NotImplementedError
+
+    async def search_joined(self, request: SearchRequest, join: HitJoin) -> list[tuple[Any, ...]]:
+        """The search, then ``join`` over its hits as literal rows (a second round trip; the SQL ranking overrides it)."""
+        hits = await self.search(request)
+        if not hits:
+            return []
+        params: dict[str, Any] = dict(join.params)
+        rows = []
+        for i, hit in enumerate(hits):
+            params[f"h_id{i}"], params[f"h_score{i}"] = hit.memory_id, float(hit.score)
+            rows.append(f"SELECT :h_id{i} AS memory_id, :h_score{i} AS score")
+        stmt = text(f"WITH hits AS ({' UNION ALL '.join(rows)})\n{join.sql}")
+        ((_, found),) = await gateway.read_batch(self.database, [(stmt, params)])
+        return [tuple(r) for r in found]
 
 
 def name_terms(names: Any) -> frozenset[str]:

@@ -28,7 +28,7 @@ from . import vector_queries as vq
 from .search_scope import numpy_prefilter
 from .consolidation import NeighbourSearch
 from .results import MemoryHit, SearchRow, to_hit
-from .retrieval import ProfileCache, SearchPlanner, SearchRequest
+from .retrieval import HitJoin, ProfileCache, SearchPlanner, SearchRequest
 from .scoring import rank_rows
 from .settings import MemorySettings
 
@@ -39,6 +39,18 @@ class OceanBaseRetriever(SearchPlanner):
     """The one-statement ranking (:func:`.search_sql.hybrid_search`), sent with its ``SET`` statements in one round trip."""
 
     async def search(self, request: SearchRequest) -> list[MemoryHit]:
+        return [to_hit(SearchRow(*t)) for t in await self._ranked(request)]
+
+    async def search_joined(self, request: SearchRequest, join: HitJoin) -> list[tuple[Any, ...]]:
+        """``join``'s rows, the hybrid statement ending in its SELECT: one statement, one round trip.
+
+        The LangGraph Store's search read its items for the hits as a second query, and
+        decoded 50 memory rows it did not use (see benchmarks/README.md, the Store section).
+        """
+        return [tuple(t) for t in await self._ranked(request, join)]
+
+    async def _ranked(self, request: SearchRequest, join: HitJoin | None = None) -> list[Any]:
+        """The search's batch (session variables, then the statement) in one round trip: its last result's rows."""
         s, dialect = self.settings, self.database.dialect
         app, user = request.app_name, request.user_id
         profile = await self.profile(app, user)
@@ -62,11 +74,15 @@ class OceanBaseRetriever(SearchPlanner):
             settings=s, filters=request.filters, min_score=request.min_score, approximate=approximate,
             fulltext_overfetch=overfetch, fulltext_statistics="inline" if stats is None else "variables",
             author_cue=request.author_cue, ann_post_filter=approximate and self.owns_table(profile),
+            hits_select=None if join is None else join.sql,
         ))
+        if join is not None:
+            stmt, params = batch[-1]
+            batch[-1] = (stmt, {**params, **join.params})  # join's names start with "j_", the statement's never
         # seekdb answered 4016 ("Internal error") once in ~1,000 hybrid searches over 100k rows in
         # one user, never twice in a row; a search is a pure read, so it runs once more.
         _, tuples = (await gateway.read_batch(self.database, batch, rerun_codes=frozenset({OB_INTERNAL_ERROR})))[-1]
-        return [to_hit(SearchRow(*t)) for t in tuples]
+        return tuples
 
     async def rebuild_index(self, conn: AsyncConnection) -> bool:
         """Rebuilds the HNSW index in one pass (``queries.REBUILD_VECTOR_INDEX``): minutes at 1M rows."""

@@ -47,6 +47,7 @@ MySQL prefilter live in :mod:`.search_scope`, the query's words
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any
 
@@ -62,6 +63,11 @@ from .search_scope import SearchFilters, numpy_prefilter, scope_where, user_auth
 from .settings import MemorySettings, ScoreWeights
 
 LN2 = 0.6931471805599453
+_statement = functools.lru_cache(maxsize=512)(text)
+"""``text()`` by its SQL: the statement's text repeats (its shape depends on the settings and the
+plan, never on the query's values), and SQLAlchemy's parse of its ~100 bind parameters was ~15% of
+a store search's client CPU at 30k items (cProfile, process time).  A ``TextClause`` is immutable
+(``bindparams()`` copies), so one may be shared."""
 VECTOR_INDEX = "ix_memories_embedding"
 """The HNSW index on ``agent_memories.embedding`` (schema.ENGINE_INDEXES), named by ``ann_post_filter``'s hint."""
 
@@ -99,6 +105,7 @@ def hybrid_search(
     fulltext_statistics: str = "inline",
     author_cue: str | None = None,
     ann_post_filter: bool = False,
+    hits_select: str | None = None,
 ) -> tuple[TextClause, dict[str, Any]]:
     """The one-statement hybrid search (OceanBase/seekdb). Returns ``(statement, params)``.
 
@@ -121,6 +128,10 @@ def hybrid_search(
     walk the graph and filter as it goes (``POST-ITERATIVE-FILTER``) rather than pick its
     ``PRE-FILTER`` scan, a brute-force pass over every row in the filter; for a user who owns
     most of the table (``MemorySettings.ann_owner_share``).
+    ``hits_select``: a caller's SELECT over the relation ``hits`` (``memory_id``, ``score``: the
+    ranked top k, no order) that replaces the output above, so that what the caller reads about its
+    hits comes in the search's own round trip (:class:`.retrieval.HitJoin`); its ``:name``
+    parameters are bound by the caller.
     """
     params: dict[str, Any] = {
         "app": app_name,
@@ -229,10 +240,7 @@ def hybrid_search(
         out_sig[SIGNAL_COLUMNS.index("ft_cov")] = \
             f"CASE WHEN z.in_ft = 1 THEN {coverage_of('z.memory_id', len(terms))} ELSE 0 END AS ft_cov"
     capped = _session_cap_expr(settings.max_hits_per_session, params)
-    sql = f"""WITH {', '.join(ctes)}
-SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
-FROM (
-SELECT d.* FROM (
+    ranked = f"""SELECT d.* FROM (
 SELECT u.memory_id, u.created_at, u.in_ft, {', '.join(f"u.{c}" for c in SIGNAL_COLUMNS)}, {capped} AS capped
 FROM (
   SELECT t.*, {rel} + {boost} * (:w_rec * t.rec + :w_freq * t.freq + :w_imp * t.imp + :w_auth * t.auth) AS score
@@ -247,10 +255,18 @@ FROM (
 WHERE u.ok = 1 AND u.score >= :min_score
 ) d
 ORDER BY d.capped, d.score DESC, d.created_at DESC, d.memory_id
-LIMIT :k
+LIMIT :k"""
+    if hits_select is not None:
+        # The caller's read of its hits, in place of the winners' memory rows (never fetched then).
+        ctes.append(f"hits AS (SELECT z.memory_id, z.score FROM ({ranked}) z)")
+        return _statement(f"WITH {', '.join(ctes)}\n{hits_select}"), params
+    sql = f"""WITH {', '.join(ctes)}
+SELECT /*+ LEADING(z w) USE_NL(w) */ {out_cols}, {', '.join(out_sig)}
+FROM (
+{ranked}
 ) z JOIN {T} w ON w.app_name = :app AND w.user_id = :user AND w.memory_id = z.memory_id
 ORDER BY z.capped, z.score DESC, z.created_at DESC, z.memory_id"""
-    return text(sql), params
+    return _statement(sql), params
 
 
 def _session_cap_expr(cap: int | None, params: dict[str, Any]) -> str:
@@ -381,8 +397,8 @@ def bind_query_vector(query_vector: str, ef_search: int | None = None) -> tuple[
     once the text is stable).
     """
     if ef_search is None:
-        return text(f"SET {QV} = :qv"), {"qv": query_vector}
-    return text(f"SET ob_hnsw_ef_search = :ef, {QV} = :qv"), {"qv": query_vector, "ef": int(ef_search)}
+        return _statement(f"SET {QV} = :qv"), {"qv": query_vector}
+    return _statement(f"SET ob_hnsw_ef_search = :ef, {QV} = :qv"), {"qv": query_vector, "ef": int(ef_search)}
 
 
 def set_fulltext_statistics(app_name: str, user_id: str, query_text: str) -> tuple[TextClause, dict[str, Any]] | None:
@@ -405,7 +421,7 @@ def snapshot_reads() -> tuple[TextClause, dict[str, Any]]:
     batch, before anything opens the transaction; it applies to that
     transaction only.
     """
-    return text("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), {}
+    return _statement("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ"), {}
 
 
 def _fusion_exprs(settings: MemorySettings, params: dict[str, Any]) -> tuple[str, str]:

@@ -37,7 +37,7 @@ from .embedding import Embedder, default_embedder
 from .poisoning import check_author
 from .extraction import LlmExtractor, MemoryDraft, memory_id_for
 from .results import MemoryHit, entry_text as _text, parse_timestamp as _parse_ts
-from .retrieval import ProfileCache, Retriever, SearchRequest
+from .retrieval import HitJoin, ProfileCache, Retriever, SearchRequest
 from .retrievers import retriever_for
 from .pipeline import ExtractionPipeline, PipelineSettings, chosen_pipeline
 from .search_scope import SearchFilters
@@ -399,6 +399,45 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
                 the recency reference and stamps ``last_accessed_at``; default
                 the wall clock.  Replays and benchmarks pass their own clock.
         """
+        request = await self._request(app_name, user_id, query, top_k, filters, weights, min_score, now)
+        if request is None:
+            return []
+        hits = await self.retriever.search(request)
+        if hits and (self.settings.bump_access if bump_access is None else bump_access):
+            # Its own transaction: a re-run read must not count its hits twice.
+            stmt, params = q.bump_access(request.app_name, request.user_id, [h.memory_id for h in hits], request.now)
+            async with self._tx() as conn:
+                await conn.execute(stmt, params)
+        return hits
+
+    @traced
+    @audited(by_ids("memory_search"), read=True, count=len)
+    async def search_joined(
+        self,
+        app_name: str,
+        user_id: str,
+        query: str,
+        *,
+        join: HitJoin,
+        top_k: int | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+        weights: ScoreWeights | Mapping[str, float] | None = None,
+        min_score: float | None = None,
+        now: datetime | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """:meth:`search`'s ranking, answered by ``join``'s rows over the hits (:class:`.retrieval.HitJoin`).
+
+        For a caller whose memories index its own rows (the LangGraph Store): on
+        OceanBase the join is the end of the search's one statement, so the
+        caller's rows come in the search's round trip.  Counts no access (the
+        hits are the caller's index entries, not memories served to an agent).
+        """
+        request = await self._request(app_name, user_id, query, top_k, filters, weights, min_score, now)
+        return [] if request is None else await self.retriever.search_joined(request, join)
+
+    async def _request(self, app_name: str, user_id: str, query: str, top_k: int | None, filters: Any, weights: Any,
+                       min_score: float | None, now: datetime | None) -> SearchRequest | None:
+        """The validated search, with the query's embedding (None: an empty query, nothing to search)."""
         app, user = check_id("app_name", app_name), check_id("user_id", user_id)
         if not isinstance(query, str):
             raise ValidationError(f"query must be a string, got {type(query).__name__}")
@@ -413,20 +452,13 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         if now is not None and not isinstance(now, datetime):
             raise ValidationError(f"now must be a datetime, got {type(now).__name__}")
         if not query.strip():
-            return []
+            return None
         await self._engine()
-        request = SearchRequest(
+        return SearchRequest(
             app_name=app, user_id=user, query=query, query_vector=await self._query_vector(query),
             now=_now() if now is None else q.naive_utc(now), top_k=k, weights=w, filters=flt, min_score=ms,
             author_cue=author_cue(query),  # whose words the question is about (memory.asker)
         )
-        hits = await self.retriever.search(request)
-        if hits and (s.bump_access if bump_access is None else bump_access):
-            # Its own transaction: a re-run read must not count its hits twice.
-            stmt, params = q.bump_access(app, user, [h.memory_id for h in hits], request.now)
-            async with self._tx() as conn:
-                await conn.execute(stmt, params)
-        return hits
 
     async def _query_vector(self, query: str) -> Any:
         wait_loaded = getattr(self._embedder, "wait_loaded", None)

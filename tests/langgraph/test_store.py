@@ -108,3 +108,22 @@ async def test_near_identical_items_are_both_found(engine_db) -> None:
     hits = await store.asearch(("docs",), query=base, limit=10)
     assert sorted(h.key for h in hits) == ["first", "second"]
     await store.aclose()
+
+
+async def test_semantic_pages_are_the_same_with_and_without_a_value_filter(engine_db) -> None:
+    """Without a filter the page is picked in the search's statement (each item once, by its best field);
+    with one, in Python after the filter: a filter every item passes gives the same pages."""
+    store = OceanBaseStore(database=engine_db, index={**INDEX, "fields": ["title", "body"]})
+    words = "apple banana cherry date elder fig grape".split()
+    for i in range(12):  # bodies repeat: items share field memories
+        value = {"title": f"{words[i % 7]} {words[(i + 1) % 7]}", "body": f"{words[i * 3 % 7]} pie", "all": 1}
+        await store.aput(("docs", f"s{i % 3}"), f"k{i}", value)
+    await store.aput(("other",), "x", {"title": "apple banana", "body": "apple pie", "all": 1})
+    for offset in (0, 2, 5):
+        plain = await store.asearch(("docs",), query="apple pie", limit=4, offset=offset)
+        filtered = await store.asearch(("docs",), query="apple pie", limit=4, offset=offset, filter={"all": 1})
+        assert [(h.namespace, h.key) for h in plain] == [(h.namespace, h.key) for h in filtered]
+        assert [h.score for h in plain] == pytest.approx([h.score for h in filtered])
+        assert len({h.key for h in plain}) == len(plain) == 4 and all(h.namespace[0] == "docs" for h in plain)
+        assert [h.score for h in plain] == sorted((h.score for h in plain), reverse=True)
+    await store.aclose()
