@@ -430,19 +430,17 @@ setup_lock = Table(
 )
 
 # Index clauses of ``CREATE TABLE`` that SQLAlchemy cannot spell, per engine
-# (``EngineDialect.name``): the full-text parser and the HNSW index.  A new
-# database is created at head from the tables above plus these
-# (:mod:`adk_oceanbase.head_schema`); the revisions that made them are 0005
-# (full-text on ``search_text``) and 0001 (vector).  A revision adding an
-# engine-specific index adds its clause here too; tests/test_head_schema.py
+# (``EngineDialect.name``): the HNSW index.  A new database is created at head
+# from the tables above plus these (:mod:`adk_oceanbase.head_schema`); the
+# revision that made it is 0001.  (The full-text index on ``search_text``,
+# 0005, was dropped by 0021: search reads ``memory_terms``.)  A revision adding
+# an engine-specific index adds its clause here too; tests/test_head_schema.py
 # checks that the one-step schema equals the revision chain on both engines.
 ENGINE_INDEXES: dict[str, dict[str, tuple[str, ...]]] = {
     "agent_memories": {
         "oceanbase": (
-            "FULLTEXT INDEX ix_memories_search_ft (search_text) WITH PARSER ik",
             "VECTOR INDEX ix_memories_embedding (embedding) WITH (distance=cosine, type=hnsw, lib=vsag)",
         ),
-        "mysql": ("FULLTEXT INDEX ix_memories_search_ft (search_text)",),
     },
 }
 

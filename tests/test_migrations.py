@@ -83,7 +83,7 @@ async def test_cli_reports_unreachable_database_as_an_error(capsys):
 
 
 async def test_fulltext_parser_follows_the_revisions(fresh_url):
-    """0001 created ngram; 0004 moved OceanBase's memory full-text index to ik (and back on downgrade)."""
+    """0001 created ngram; 0004 moved OceanBase's memory full-text index to ik (and back on downgrade); 0021 drops it."""
     db = Database(Config.from_url(fresh_url))
 
     async def ddl() -> str:
@@ -91,7 +91,11 @@ async def test_fulltext_parser_follows_the_revisions(fresh_url):
             return (await conn.execute(text("SHOW CREATE TABLE agent_memories"))).one()[1]
 
     try:
+        await migrations.upgrade(db, "0020")
+        assert "WITH PARSER ik" in await ddl()
         await migrations.upgrade(db)
+        assert "FULLTEXT" not in await ddl()  # 0021: search reads memory_terms; nothing read the index
+        await migrations.downgrade(db, "0020")
         assert "WITH PARSER ik" in await ddl()
         await migrations.downgrade(db, "0003")
         assert "WITH PARSER ngram" in await ddl()

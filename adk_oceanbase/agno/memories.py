@@ -36,7 +36,8 @@ from uuid import uuid4
 
 from agno.db.schemas.memory import UserMemory
 from agno.db.utils import validate_pagination
-from sqlalchemy import BigInteger, Select, cast, delete, func, insert, select, text, update
+from sqlalchemy import BigInteger, Select, cast, delete, func, insert, select, text
+from sqlalchemy.dialects.mysql import insert as mysql_insert
 
 from ..errors import InvalidValueError, MemoryTooLongError, MemoryWriteRaceError
 from ..governance import guard
@@ -65,6 +66,37 @@ def _updated_at() -> Any:
     """Agno's ``updated_at`` (epoch seconds, kept in the metadata: the row's own ``updated_at`` moves when the
     vectorizer stores an embedding); for a memory the ADK service wrote, when the server stored it."""
     return func.coalesce(cast(_agno_field("updated_at"), BigInteger), func.unix_timestamp(M.c.stored_at))
+
+
+def _lexical(body: str, created: int | None) -> dict[str, Any]:
+    """The row's ``search_text`` and its terms (the postings, and ``term_count`` as their sum), computed once.
+
+    Before the transaction (:meth:`MemoriesMixin._draft`): the write then
+    holds the user's guard row only for its statements.
+    """
+    st = search_text(_AUTHOR, utc(created), body)
+    return {"search_text": st, "terms": doc_terms(st)}
+
+
+_REWRITTEN = ("content", "content_hash", "search_text", "term_count", "topics", "custom_metadata", "updated_at", "tainted")
+_REEMBEDDED = ("embedding", "embedding_model", "embedding_dim", "embed_status", "embed_attempts", "embed_claim",
+               "superseded_by")
+
+
+def _rewrite(moved: bool) -> Any:
+    """Rewrites existing memory rows (locked by the caller), many in one ``INSERT ... ON DUPLICATE KEY UPDATE``.
+
+    Every row exists, so only the update half runs: Agno's fields and the
+    lexical form, and when the text ``moved`` (or a tombstone comes back)
+    the embedding reset for the vectorizer and ``stored_at`` by the server's
+    clock (retention).  ``created_at``, ``author`` and ``extractor`` stay.
+    Was one ``UPDATE`` per row: a re-import of 500 memories, 500 round trips.
+    """
+    stmt = mysql_insert(M)
+    assign: dict[str, Any] = {c: stmt.inserted[c] for c in _REWRITTEN + (_REEMBEDDED if moved else ())}
+    if moved:
+        assign["stored_at"] = _SERVER_NOW
+    return stmt.on_duplicate_key_update(**assign)
 
 
 def _as_dict(row: Any) -> dict[str, Any]:
@@ -131,8 +163,10 @@ class MemoriesMixin(AgnoCore):
         meta: dict[str, Any] = {"agno": {k: v for k, v in fields.items() if v is not None}}
         if reason:
             meta["tainted_reason"] = reason
-        return {"memory_id": mid, "user_id": user, "content": body, "topics": topics, "meta": meta,
-                "tainted": 1 if reason else 0, "created_at": memory.created_at, "updated_at": memory.updated_at}
+        draft = {"memory_id": mid, "user_id": user, "content": body, "topics": topics, "meta": meta,
+                 "tainted": 1 if reason else 0, "created_at": memory.created_at, "updated_at": memory.updated_at,
+                 "content_hash": content_hash(body)}
+        return {**draft, **_lexical(body, memory.created_at)}
 
     async def upsert_user_memory(self, memory: UserMemory, deserialize: bool | None = True) -> Any:
         """Inserts or updates one memory; ``None`` when its user opted out of memory."""
@@ -181,15 +215,18 @@ class MemoriesMixin(AgnoCore):
             )).all()}
             now = now_s()
             stored, docs_new, docs_moved, inserts = [], [], [], []
+            rewrites: dict[bool, list[dict[str, Any]]] = {True: [], False: []}  # existing rows, by "text moved"
             for d in drafts:
                 old = found.get(d["memory_id"])
                 created = d["created_at"] if old is None else epoch(old.created_at)
                 stamp = d["updated_at"] if preserve_updated_at and d["updated_at"] else (created if old is None else now)
-                st = search_text(_AUTHOR, utc(created), d["content"])
+                # the lexical form dates the memory: a row kept its own creation time (rare: recomputed)
+                lex = d if created == d["created_at"] else _lexical(d["content"], created)
+                st, terms = lex["search_text"], lex["terms"]
                 meta = {**d["meta"], "agno": {**d["meta"]["agno"], "updated_at": stamp}}
                 values = {
-                    "content": d["content"], "content_hash": content_hash(d["content"]), "search_text": st,
-                    "term_count": sum(doc_terms(st).values()), "topics": dumps(d["topics"]),
+                    "content": d["content"], "content_hash": d["content_hash"], "search_text": st,
+                    "term_count": sum(terms.values()), "topics": dumps(d["topics"]),
                     "custom_metadata": dumps(meta), "updated_at": utc(None), "tainted": d["tainted"],
                 }
                 moved = old is None or old.content != d["content"] or old.embed_status == "deleted"
@@ -197,15 +234,14 @@ class MemoriesMixin(AgnoCore):
                     inserts.append(dict(memory_id=d["memory_id"], app_name=app, user_id=user, author=_AUTHOR,
                                         created_at=utc(created), extractor=_EXTRACTOR, embedding_model=model,
                                         embedding_dim=dim, **values))
-                    docs_new.append((d["memory_id"], st))
+                    docs_new.append((d["memory_id"], terms))
                 else:
                     if moved:  # new text: a new embedding, new postings; a revived tombstone too
                         values.update(embedding=None, embedding_model=model, embedding_dim=dim,
-                                      embed_status="pending", embed_attempts=0, embed_claim=None,
-                                      superseded_by=None, stored_at=_SERVER_NOW)
-                        docs_moved.append((d["memory_id"], st))
-                    await conn.execute(update(M).where(
-                        M.c.app_name == app, M.c.user_id == user, M.c.memory_id == d["memory_id"]).values(**values))
+                                      embed_status="pending", embed_attempts=0, embed_claim=None, superseded_by=None)
+                        docs_moved.append((d["memory_id"], terms))
+                    rewrites[moved].append(dict(memory_id=d["memory_id"], app_name=app, user_id=user,
+                                                created_at=utc(created), **values))
                 if moved:
                     embed.append(d["memory_id"])
                 stored.append({"memory_id": d["memory_id"], "memory": d["content"], "topics": d["topics"],
@@ -213,8 +249,11 @@ class MemoriesMixin(AgnoCore):
                                "created_at": created, "updated_at": stamp})
             if inserts:  # one multi-row INSERT (a bulk load of 500 memories: one statement, not 500)
                 await conn.execute(insert(M), inserts)
-            await postings.index_memories(conn, app, user, docs_new, replace=False)
-            await postings.index_memories(conn, app, user, docs_moved, replace=True)
+            for moved, rows in rewrites.items():  # the rows exist and are locked: one statement each, not one a row
+                if rows:
+                    await conn.execute(_rewrite(moved), rows)
+            await postings.index_terms(conn, app, user, docs_new, replace=False)
+            await postings.index_terms(conn, app, user, docs_moved, replace=True)
             return stored, len(stored)
 
         stored = await self._write(entry, work)

@@ -70,6 +70,7 @@ __all__ = [
     "coverage_of",
     "delete_postings",
     "index_memories",
+    "index_terms",
     "insert_postings",
     "insert_postings_json",
 ]
@@ -136,14 +137,26 @@ async def index_memories(
     memory without postings (a tombstone).  The caller writes ``term_count``
     with the row (``sum(doc_terms(text).values())``).
     """
+    await index_terms(conn, app_name, user_id, [(mid, doc_terms(body)) for mid, body in docs], replace=replace)
+
+
+async def index_terms(
+    conn: AsyncConnection, app_name: str, user_id: str, docs: Sequence[tuple[str, Counter[str]]], *, replace: bool
+) -> None:
+    """:func:`index_memories` for a caller that already has each memory's :func:`doc_terms` (its ``term_count``).
+
+    A bulk write counts the terms once for the row and its postings: the
+    second count was a third of the client's time of a 500-memory batch.
+    """
     if not docs:
         return
     if replace:
         stmt, params = delete_postings(app_name, user_id, [mid for mid, _ in docs])
         await conn.execute(stmt, params)
-    rows = [[t, mid, n, sum(terms.values())] for mid, body in docs for terms in [doc_terms(body)] for t, n in terms.items()]
+    rows = [[t, mid, n, total] for mid, terms in docs for total in [sum(terms.values())] for t, n in terms.items()]
     if rows:
-        await conn.execute(insert_postings_json(), {"app": app_name, "user": user_id, "rows": json.dumps(rows)})
+        await conn.execute(insert_postings_json(),
+                           {"app": app_name, "user": user_id, "rows": json.dumps(rows, separators=(",", ":"))})
 
 
 def bm25_ctes(

@@ -78,7 +78,7 @@ CREATE TABLE agent_memories (
   embed_attempts INTEGER NOT NULL DEFAULT 0,
   extractor VARCHAR(64),
   superseded_by VARCHAR(64) COLLATE utf8mb4_bin,
-  search_text LONGTEXT,                                   -- full-text source: lexical.stem_text("<date>, <author>: <content>") (what is embedded, stemmed)
+  search_text LONGTEXT,                                   -- lexical.stem_text("<date>, <author>: <content>") (what is embedded, stemmed): the source of memory_terms
   turn_pos BIGINT,                                        -- a turn's position in its session (event seq): the context signal's neighbours
   embed_claim VARCHAR(32) COLLATE utf8mb4_bin,            -- a vectorizer's claim token (status 'embedding')
   embed_claimed_at DATETIME(6),                           -- when it was claimed: older than the lease = taken over
@@ -119,7 +119,6 @@ CREATE TABLE audit_log (                                  -- one row per audited
   INDEX ix_audit_time (at)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-CREATE FULLTEXT INDEX ix_memories_search_ft ON agent_memories(search_text);
 -- MySQL/MariaDB have no vector index: vectors are little-endian float32 bytes scored in numpy after an SQL prefilter.
 
 CREATE TABLE memory_terms (                               -- per-user lexical index: postings of search_text, scored with BM25 by search

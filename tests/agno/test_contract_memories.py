@@ -108,6 +108,51 @@ async def test_search_content_for_a_user_is_agnos_substring_sorted_paged_and_cou
         assert [m["memory_id"] for m in ours[0]] == [m["memory_id"] for m in ref[0]] and ours[1] == ref[1], kw
 
 
+async def test_a_bulk_upsert_rewrites_existing_memories_in_place_like_agnos(both):
+    """Existing ids in ``upsert_memories`` (one statement per kind of rewrite): new text, new topics, new ids alike."""
+    now = int(time.time())
+    await both("upsert_memories", [mem("m1", "Plays the cello", created=now - 90), mem("m2", "Lives in Porto", created=now - 80)])
+    await both.db.memory_service.flush()
+    before = await _vectors(both.db)
+    batch = [mem("m1", "Plays the violin", topics=["music"], created=now - 10),   # new text
+             mem("m2", "Lives in Porto", topics=["home"], created=now - 10),      # same text, new topics
+             mem("m3", "Owns a bicycle", created=now - 10)]                       # new
+    await both("upsert_memories", batch)
+    ref, ours = await both("get_user_memories", user_id="u1", sort_by="memory_id", sort_order="asc")
+    assert [shape(m) for m in ours] == [shape(m) for m in ref]
+    assert [m.created_at for m in ours] == [m.created_at for m in ref] == [now - 90, now - 80, now - 10]
+    db = both.db
+    # the postings moved with the text at once (no flush): the new word's, not the old one's
+    assert [m.memory_id for m in await db.search_user_memories("violin", user_id="u1")][:1] == ["m1"]
+    terms = await _terms(db)
+    assert "violin" in terms["m1"] and "cello" not in terms["m1"] and "bicycl" in terms["m3"] and "porto" in terms["m2"]
+    await db.memory_service.flush()
+    after = await _vectors(db)
+    assert set(after) == {"m1", "m2", "m3"} and all(v is not None for v in after.values())
+    assert after["m1"] != before["m1"] and after["m2"] == before["m2"]  # new text re-embedded; same text kept
+
+
+async def _terms(db) -> dict:
+    from sqlalchemy import text
+
+    async with db.database.engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT memory_id, term FROM memory_terms WHERE app_name = 'agno' "
+                                        "AND user_id = 'u1'"))).all()
+    out: dict = {}
+    for r in rows:
+        out.setdefault(r.memory_id, set()).add(r.term)
+    return out
+
+
+async def _vectors(db) -> dict:
+    from sqlalchemy import text
+
+    async with db.database.engine.connect() as conn:
+        rows = (await conn.execute(text("SELECT memory_id, embedding FROM agent_memories WHERE app_name = 'agno' "
+                                        "AND user_id = 'u1' AND embed_status = 'ready'"))).all()
+    return {r.memory_id: r.embedding for r in rows}
+
+
 async def test_memories_with_the_same_text_stay_two_memories_once_embedded(both):
     """Agno's databases never merge memories: its MemoryManager updates and deletes them by id."""
     same = "The user drinks green tea every morning"
