@@ -7,11 +7,15 @@ task's first requests can start two scenarios before either centroid
 settles: MiniLM puts two wordings of one task as low as 0.29 and two tasks
 as high as 0.79 (the tune split's 12 tasks), so no cosine threshold alone
 separates them.  What the runs did does: two scenarios whose centroids are
-within ``ProceduralSettings.merge_similarity`` and whose tried tool paths
-overlap (Jaccard at least ``merge_overlap``) are one task, and are merged
+within ``ProceduralSettings.merge_similarity`` and whose tool paths agree
+(Jaccard at least ``merge_overlap`` over the paths both ran whose success
+rates differ by at most ``merge_agreement``) are one task, and are merged
 (:class:`Grouping` decides, :func:`.ledger.merge_scenarios` moves the rows).
 On the tune split that took the tasks split over several scenarios from
-6-9 of 12 to 0-3, purity 0.925-1.0 (``benchmarks/procedural_tune.py grouping``).
+6-9 of 12 to 1-5 (``benchmarks/procedural_tune.py grouping``).  Shared
+paths alone (``merge_agreement=None``) also merged two tasks that share a
+one-tool path: purity 0.918-0.922 on two tune seeds, 0.972-0.983 with the
+outcomes compared.
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
