@@ -17,6 +17,7 @@ from the real store; these only choose the knobs):
 Usage::
 
     python benchmarks/procedural_tune.py grouping [--merge none,0.3,0.4,0.45,0.5] [--overlap 0.5]
+        [--agreement none,1.0,0.5] [--paths uniform,learning]
     python benchmarks/procedural_tune.py policy [--half-life 5,10,15] [--follow 0.4,0.5,0.6,draws]
 """
 
@@ -53,7 +54,16 @@ def schedule(env, seed: int) -> list:
     return order
 
 
-def grouping(merges: list[float | None], join: float, overlap: float) -> None:
+def grouping(merges: list[float | None], join: float, overlap: float, agreements: list[float | None], paths: str) -> None:
+    """Scenario grouping of the tune split's requests for each merge threshold and agreement rule.
+
+    Each request is run on a path and succeeds with the path's hidden
+    probability.  ``paths="uniform"``: drawn uniformly (early sessions
+    explore); ``"learning"``: the task's best path with probability
+    ``min(0.9, k / 25)`` at its k-th session, else uniform (roughly what the
+    agent does as it learns: few paths tried per fragment, the regime where
+    two tasks' small path sets overlap by chance).
+    """
     import numpy as np
 
     from adk_oceanbase.memory.embedding import SentenceTransformerEmbedder, normalize_rows
@@ -62,38 +72,48 @@ def grouping(merges: list[float | None], join: float, overlap: float) -> None:
     for seed in TUNE_SEEDS:
         env = build(seed, TUNE_WORDINGS)
         order = schedule(env, seed)
-        pick = random.Random(seed + 9)  # early sessions explore: a path drawn uniformly per request
-        runs[seed] = [(task, env.request(task), path_hash(list(task.paths[pick.randrange(4)].tools))) for task in order]
-    texts = sorted({text for rows in runs.values() for _t, text, _p in rows})
+        pick = random.Random(seed + 9)
+        seen: Counter = Counter()
+        rows = []
+        for task in order:
+            seen[task.name] += 1
+            learned = paths == "learning" and pick.random() < min(0.9, seen[task.name] / 25)
+            path = task.paths[task.best if learned else pick.randrange(4)]
+            rows.append((task, env.request(task), path_hash(list(path.tools)), pick.random() < path.p))
+        runs[seed] = rows
+    texts = sorted({text for rows in runs.values() for _t, text, _p, _o in rows})
     vectors = dict(zip(texts, normalize_rows(np.asarray(SentenceTransformerEmbedder().embed(texts)))))
     for merge in merges:
-        found, purity, split = [], [], []
-        for seed, rows in runs.items():
-            g = sc.Grouping([], join=join, merge=merge, overlap=overlap)
-            where: list[str] = []
-            moved: dict[str, str] = {}
-            for k, (_task, text, path) in enumerate(rows):
-                got, merged = g.assign(vectors[text], f"s{k}", path)
-                moved.update(dict(merged))
-                where.append(got)
+        for agreement in agreements:
+            found, purity, split = [], [], []
+            for seed, rows in runs.items():
+                g = sc.Grouping([], join=join, merge=merge, overlap=overlap, agreement=agreement)
+                where: list[str] = []
+                moved: dict[str, str] = {}
+                for k, (_task, text, path, ok) in enumerate(rows):
+                    got, merged = g.assign(vectors[text], f"s{k}", path, ok)
+                    moved.update(dict(merged))
+                    where.append(got)
 
-            def final(s: str) -> str:
-                while s in moved:
-                    s = moved[s]
-                return s
+                def final(s: str) -> str:
+                    while s in moved:
+                        s = moved[s]
+                    return s
 
-            groups: dict[str, list[str]] = defaultdict(list)
-            for (task, _text, _path), s in zip(rows, where):
-                groups[final(s)].append(task.name)
-            found.append(len(groups))
-            purity.append(sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(rows))
-            homes = defaultdict(set)
-            for s, v in groups.items():
-                for t in v:
-                    homes[t].add(s)
-            split.append(sum(1 for h in homes.values() if len(h) > 1))
-        print(json.dumps({"merge_similarity": merge, "merge_overlap": overlap, "join": join, "tasks": len(TUNE_WORDINGS),
-                          "scenarios_found": found, "purity": [round(p, 3) for p in purity], "tasks_split": split}))
+                groups: dict[str, list[str]] = defaultdict(list)
+                for (task, _text, _path, _ok), s in zip(rows, where):
+                    groups[final(s)].append(task.name)
+                found.append(len(groups))
+                purity.append(sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(rows))
+                homes = defaultdict(set)
+                for s, v in groups.items():
+                    for t in v:
+                        homes[t].add(s)
+                split.append(sum(1 for h in homes.values() if len(h) > 1))
+            print(json.dumps({"paths": paths, "merge_similarity": merge, "merge_overlap": overlap,
+                              "merge_agreement": agreement, "join": join, "tasks": len(TUNE_WORDINGS),
+                              "scenarios_found": found, "purity": [round(p, 3) for p in purity], "tasks_split": split}),
+                  flush=True)
 
 
 def policy(half_life: float | None, follow: float | None, condition: str, seed: int) -> dict:
@@ -143,6 +163,8 @@ def main() -> None:
     parser.add_argument("part", choices=["grouping", "policy"])
     parser.add_argument("--merge", default="none,0.3,0.4,0.45,0.5,0.6,0.7")
     parser.add_argument("--overlap", type=float, default=ProceduralSettings().merge_overlap)
+    parser.add_argument("--agreement", default="none,1.0,0.75,0.5,0.34", help="merge_agreement values ('none': off)")
+    parser.add_argument("--paths", default="uniform,learning", help="how the grouping part draws paths")
     parser.add_argument("--join", type=float, default=ProceduralSettings().similarity)
     parser.add_argument("--half-life", default="none,5,8,10,15,20")
     parser.add_argument("--follow", default="draws,0.4,0.5,0.6")
@@ -153,7 +175,8 @@ def main() -> None:
         return [None if x in (none, "draws") else float(x) for x in text.split(",")]
 
     if args.part == "grouping":
-        grouping(floats(args.merge), args.join, args.overlap)
+        for paths in args.paths.split(","):
+            grouping(floats(args.merge), args.join, args.overlap, floats(args.agreement), paths)
         return
     for hl in floats(args.half_life):
         for follow in floats(args.follow):

@@ -68,10 +68,11 @@ async def lock_scope(conn: AsyncConnection, app: str, scope: str, now: datetime)
     await conn.execute(q.lock_headers(app, [scope]))
 
 
-async def scope_paths(conn: AsyncConnection, app: str, scope: str) -> dict[str, set[str]]:
-    out: dict[str, set[str]] = defaultdict(set)
-    for scenario, path in (await conn.execute(q.scope_paths(app, scope))).all():
-        out[scenario].add(path)
+async def scope_paths(conn: AsyncConnection, app: str, scope: str) -> dict[str, dict[str, tuple[int, int]]]:
+    """``{scenario: {path: (successes, failures)}}`` of a scope: the paths each scenario ran and how they ended."""
+    out: dict[str, dict[str, tuple[int, int]]] = defaultdict(dict)
+    for scenario, path, successes, failures in (await conn.execute(q.scope_paths(app, scope))).all():
+        out[scenario][path] = (int(successes), int(failures))
     return out
 
 

@@ -140,9 +140,9 @@ def procedural_apps() -> Select:
 
 
 def scope_paths(app: str, user: str) -> Select:
-    """Which paths each scenario of a scope was run on (what a merge compares)."""
+    """Which paths each scenario of a scope was run on, with their known outcomes (what a merge compares)."""
     # a locking read, like scenarios_of(lock=True): the newest committed paths, not the transaction's snapshot
-    return select(stats.c.scenario_id, stats.c.path_hash).where(stats.c.app_name == app, stats.c.user_id == user).with_for_update()
+    return select(stats.c.scenario_id, stats.c.path_hash, stats.c.successes, stats.c.failures).where(stats.c.app_name == app, stats.c.user_id == user).with_for_update()
 
 
 def move_runs(app: str, user: str, src: str, dst: str) -> Update:

@@ -7,11 +7,15 @@ task's first requests can start two scenarios before either centroid
 settles: MiniLM puts two wordings of one task as low as 0.29 and two tasks
 as high as 0.79 (the tune split's 12 tasks), so no cosine threshold alone
 separates them.  What the runs did does: two scenarios whose centroids are
-within ``ProceduralSettings.merge_similarity`` and whose tried tool paths
-overlap (Jaccard at least ``merge_overlap``) are one task, and are merged
+within ``ProceduralSettings.merge_similarity`` and whose tool paths agree
+(Jaccard at least ``merge_overlap`` over the paths both ran whose success
+rates differ by at most ``merge_agreement``) are one task, and are merged
 (:class:`Grouping` decides, :func:`.ledger.merge_scenarios` moves the rows).
 On the tune split that took the tasks split over several scenarios from
-6-9 of 12 to 0-3, purity 0.925-1.0 (``benchmarks/procedural_tune.py grouping``).
+6-9 of 12 to 1-5 (``benchmarks/procedural_tune.py grouping``).  Shared
+paths alone (``merge_agreement=None``) also merged two tasks that share a
+one-tool path: purity 0.918-0.922 on two tune seeds, 0.972-0.983 with the
+outcomes compared.
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
@@ -113,18 +117,25 @@ class Grouping:
 
     def __init__(
         self, known: Sequence[Centroid], *, join: float, merge: float | None, overlap: float = 0.5,
-        paths: Mapping[str, Iterable[str]] | None = None,
+        paths: Mapping[str, Iterable[str]] | None = None, agreement: float | None = None,
+        outcomes: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
     ):
         self.known = {c.scenario_id: c for c in known}
         self.paths = {k: set(v) for k, v in (paths or {}).items()}
-        self.join, self.merge, self.overlap = join, merge, overlap
+        # (successes, failures) per scenario and path: what the agreement rule compares
+        self.outcomes = {k: {p: [int(s), int(f)] for p, (s, f) in v.items()} for k, v in (outcomes or {}).items()}
+        for k, v in self.outcomes.items():
+            self.paths.setdefault(k, set()).update(v)
+        self.join, self.merge, self.overlap, self.agreement = join, merge, overlap, agreement
 
-    def assign(self, vec: np.ndarray, new: str, path: str | None = None) -> tuple[str, list[tuple[str, str]]]:
-        """Adds the unit vector ``vec`` run on ``path``: ``(its scenario, [(merged, into), ...])``; ``new``
-        names a scenario it starts."""
+    def assign(
+        self, vec: np.ndarray, new: str, path: str | None = None, outcome: bool | None = None
+    ) -> tuple[str, list[tuple[str, str]]]:
+        """Adds the unit vector ``vec`` run on ``path`` (``outcome``: succeeded, failed, ``None`` unknown):
+        ``(its scenario, [(merged, into), ...])``; ``new`` names a scenario it starts."""
         target, _score = nearest(vec, list(self.known.values()), self.join)
         target = target or new
-        self.add(target, vec, path)
+        self.add(target, vec, path, outcome)
         merges = []
         while (pair := self._merge_of(target)) is not None:
             src, dst = pair
@@ -133,21 +144,40 @@ class Grouping:
             target = dst
         return target, merges
 
-    def add(self, scenario: str, vec: np.ndarray | None, path: str | None = None) -> None:
+    def add(self, scenario: str, vec: np.ndarray | None, path: str | None = None, outcome: bool | None = None) -> None:
         have = self.known.get(scenario)
         if vec is not None:
             total = vec if have is None or have.total is None else have.total + vec
             self.known[scenario] = _centroid(scenario, have.label if have else None, total, (have.members if have else 0) + 1)
         if path is not None:
             self.paths.setdefault(scenario, set()).add(path)
+            if outcome is not None:
+                self.outcomes.setdefault(scenario, {}).setdefault(path, [0, 0])[0 if outcome else 1] += 1
+
+    def overlap_of(self, a: str, b: str) -> float:
+        """How far two scenarios' paths agree: the Jaccard overlap of their tried paths, or, with
+        ``agreement`` set, of the paths both ran with known outcomes whose success rates differ by at
+        most ``agreement`` (a path two tasks share but that works for only one of them is no evidence
+        that they are one task: the wrong merges of benchmarks/procedural.py, README)."""
+        mine, theirs = self.paths.get(a, set()), self.paths.get(b, set())
+        if self.agreement is None:
+            return _jaccard(mine, theirs)
+        if not mine or not theirs:
+            return 0.0
+        oa, ob = self.outcomes.get(a, {}), self.outcomes.get(b, {})
+        agree = 0
+        for path in mine & theirs:
+            (sa, fa), (sb, fb) = oa.get(path, (0, 0)), ob.get(path, (0, 0))
+            if sa + fa and sb + fb and abs(sa / (sa + fa) - sb / (sb + fb)) <= self.agreement:
+                agree += 1
+        return agree / len(mine | theirs)
 
     def _merge_of(self, scenario: str) -> tuple[str, str] | None:
         me = self.known[scenario]
         if self.merge is None or me.label or me.direction is None:
             return None  # an explicit label names its scenario outright: never merged away or into
-        mine = self.paths.get(scenario, set())
         others = [c for c in self.known.values() if c.scenario_id != scenario and not c.label
-                  and _jaccard(mine, self.paths.get(c.scenario_id, set())) >= self.overlap]
+                  and self.overlap_of(scenario, c.scenario_id) >= self.overlap]
         other, _score = nearest(me.direction, others, self.merge)
         if other is None:
             return None
@@ -162,6 +192,11 @@ class Grouping:
         total = b.total if a.total is None else (a.total if b.total is None else a.total + b.total)
         self.known[dst] = _centroid(dst, b.label, total, a.members + b.members)
         self.paths.setdefault(dst, set()).update(self.paths.pop(src, set()))
+        into = self.outcomes.setdefault(dst, {})
+        for path, (s, f) in self.outcomes.pop(src, {}).items():
+            have = into.setdefault(path, [0, 0])
+            have[0] += s
+            have[1] += f
 
 
 def _jaccard(a: set[str], b: set[str]) -> float:

@@ -10,6 +10,7 @@ from .extraction import OUTCOME_KEY, Judge
 __all__ = ["ProceduralSettings"]
 
 
+
 @dataclass(frozen=True)
 class ProceduralSettings:
     """How runs are grouped, counted and served.
@@ -39,7 +40,18 @@ class ProceduralSettings:
     6-9 split).  ``None``: never merge."""
 
     merge_overlap: float = 0.5
-    """Jaccard overlap of two scenarios' tried tool paths that a merge also needs."""
+    """Jaccard overlap of two scenarios' tool paths that a merge also needs (with ``merge_agreement``:
+    only paths that agree in outcome count as shared)."""
+
+    merge_agreement: float | None = 0.5
+    """A path both scenarios ran counts towards ``merge_overlap`` only if both know outcomes of it and
+    their success rates differ by at most this much: fragments merge when their paths agree in outcome,
+    not only in having been tried.  Two tasks that share a path (a one-tool path such as ``verify``)
+    but not its results stay apart.  0.5 was chosen on the tune split only (``benchmarks/procedural_tune.py
+    grouping``, merge 0.45: purity 0.918-0.922 -> 0.972-0.983 on two of three tune seeds when early
+    sessions explore, one more task split per seed; neutral to -0.015 when paths are mostly the learned
+    best, where the impurity left is requests joining another task's centroid, not merges).
+    ``None``: every shared tried path counts (the rule before)."""
 
     pool_similarity: float | None = None
     """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
@@ -77,6 +89,9 @@ class ProceduralSettings:
             raise ConfigurationError("ProceduralSettings.similarity must be in (0, 1]")
         if self.merge_similarity is not None and not 0.0 < self.merge_similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.merge_similarity must be in (0, 1] or None")
+        if self.merge_agreement is not None and (isinstance(self.merge_agreement, bool)
+                                                 or not 0.0 <= self.merge_agreement <= 1.0):
+            raise ConfigurationError("ProceduralSettings.merge_agreement must be in [0, 1] or None")
         if not 0.0 < self.merge_overlap <= 1.0:
             raise ConfigurationError("ProceduralSettings.merge_overlap must be in (0, 1]")
         if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:

@@ -148,7 +148,7 @@ class ProcedureStore(DatabaseService):
                 grouping = sc.Grouping(
                     await self._centroids(conn, app, scope, lock=True), join=self.settings.similarity,
                     merge=self.settings.merge_similarity, overlap=self.settings.merge_overlap,
-                    paths=await ledger.scope_paths(conn, app, scope),
+                    agreement=self.settings.merge_agreement, outcomes=await ledger.scope_paths(conn, app, scope),
                 )
                 changed = 0
                 for inv, reason, label in work:
@@ -186,9 +186,11 @@ class ProcedureStore(DatabaseService):
         elif old["counted"] and old["scenario_id"] and old["request_hash"] == req_hash:
             scenario = old["scenario_id"]  # extracted before (and perhaps merged since): it stays where it is
             vec = decode_vector(old["request_vector"])
-            grouping.add(scenario, None, path)
+            grouping.add(scenario, None, path)  # its outcome is counted in the stats already (or moves with this run)
         elif vec is not None:
-            scenario, merges = grouping.assign(vec, sc.new_id(app, scope, req_hash or ""), path)
+            api = old.get("outcome_source") == "api" and old.get("outcome") in ("success", "failure")
+            outcome = old["outcome"] == "success" if api else inv.outcome  # record_outcome wins (see _apply)
+            scenario, merges = grouping.assign(vec, sc.new_id(app, scope, req_hash or ""), path, outcome)
         else:
             scenario = sc.new_id(app, scope, "")  # no request text: one "unspecified" scenario per scope
         values: dict[str, Any] = {

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import numpy as np
+import pytest
+
+from adk_oceanbase.errors import ConfigurationError
+from adk_oceanbase.procedural import ProceduralSettings
+from adk_oceanbase.procedural.scenarios import Grouping
+
 from .helpers import rows, run, session, store
 
 REFUND = "refund order 12 please"  # HashEmbedder: 0.59-0.63 to the "please refund my order number N" wordings
@@ -32,7 +39,8 @@ async def test_concurrent_first_requests_of_a_new_task_start_one_scenario(pdb):
 async def test_two_wordings_of_one_task_run_the_same_ways_are_merged(pdb):
     # join only at 0.9: the two wordings (0.6 apart) start two scenarios; once they share a path
     # (Jaccard 1/2) and their centroids are within 0.5, the smaller folds into the larger
-    ps = store(pdb, similarity=0.9, merge_similarity=0.5, pool_similarity=0.5)
+    # the rule before merge_agreement: shared tried paths are enough, whatever their outcomes
+    ps = store(pdb, similarity=0.9, merge_similarity=0.5, pool_similarity=0.5, merge_agreement=None)
     first = session(run("i", REFUND, ["a"], True))
     await ps.extract_session(first)
     await ps.extract_session(session(run("i", "please refund my order number 1", ["b"], True)))
@@ -53,6 +61,45 @@ async def test_two_wordings_of_one_task_run_the_same_ways_are_merged(pdb):
     assert hit.scenario_id == refund and [p.tools for p in hit.unproven] == [["b"]]
     # the folded scenario's vectors moved too: its members and the other task's are intact
     assert await rows(pdb, "SELECT COUNT(*) FROM procedure_stats WHERE scenario_id NOT IN (:s)", s=refund) == [(1,)]
+
+
+def test_merge_agreement_counts_only_shared_paths_that_agree_in_outcome():
+    # two wordings 0.6 apart (join 0.9 keeps them apart), both run on "p": the old rule merges them on that
+    # alone; with agreement 0.5 "p" counts only when its success rates are within 0.5 of each other
+    a, b = np.array([1.0, 0.0]), np.array([0.6, 0.8])
+
+    def grouping(agreement, outcome_b):
+        g = Grouping([], join=0.9, merge=0.5, overlap=0.5, agreement=agreement)
+        g.assign(a, "A", "p", True)
+        g.assign(a, "A", "p", True)
+        return g, g.assign(b, "B", "p", outcome_b)
+
+    assert grouping(None, False)[1] == ("A", [("B", "A")])
+    g, got = grouping(0.5, False)  # "p" worked twice for A, failed for B: no evidence they are one task
+    assert got == ("B", []) and g.overlap_of("A", "B") == 0.0
+    assert grouping(0.5, None)[1] == ("B", [])  # an unknown outcome proves nothing either
+    assert grouping(0.5, True)[1] == ("A", [("B", "A")])
+    g, _ = grouping(0.5, False)
+    assert g.assign(b, "B", "p", True) == ("A", [("B", "A")])  # B's "p" now 1 of 2: within 0.5 of A's 2 of 2
+    assert g.outcomes["A"]["p"] == [3, 1] and "B" not in g.outcomes  # the counts moved with the merge
+    with pytest.raises(ConfigurationError):
+        ProceduralSettings(merge_agreement=1.5)
+
+
+async def test_fragments_whose_shared_path_disagrees_in_outcome_are_not_merged(pdb):
+    # both engines: the outcomes a merge compares come from procedure_stats under the scope's lock
+    for app, agreement in (("strict", 0.5), ("loose", None)):
+        ps = store(pdb, similarity=0.9, merge_similarity=0.5, pool_similarity=0.5, merge_agreement=agreement)
+        await ps.extract_session(session(run("i", REFUND, ["a"], True), app=app))
+        await ps.extract_session(session(run("i", "please refund my order number 1", ["a"], False), app=app))
+        found = await scenarios(pdb, app)
+        assert len(found) == (2 if agreement is not None else 1)
+        if agreement is None:
+            continue
+        await ps.extract_session(session(run("i", "please refund my order number 2", ["a"], True), app=app))
+        [(scenario, members)] = await scenarios(pdb, app)  # "a" now 1 of 2 there: agrees with 1 of 1, merged
+        assert members == 3
+        assert await rows(pdb, "SELECT successes, failures FROM procedure_stats WHERE app_name = :a", a=app) == [(2, 1)]
 
 
 async def test_recall_follows_a_path_that_stopped_working_and_forgets_stale_failures(pdb):

@@ -1,0 +1,162 @@
+"""procedural.py's agent and schedule on the pure grouping and ranking, without a database (issue 27).
+
+``procedural.py`` drives a real ADK ``Runner`` and ``ProcedureStore`` on a
+seekdb server: ~3 minutes per 1,000 sessions on a quiet machine, hours on
+a loaded one.  This replays the same sessions in memory: the same
+environment and random draws (``_procedural_env``, the request, the
+agent's ``choose``, the attempt, the noise draw, in that order), MiniLM
+vectors, :class:`~adk_oceanbase.procedural.scenarios.Grouping` deciding
+joins and merges as the store does under its scope lock, and
+:func:`~adk_oceanbase.procedural.recall.build_recall` over the runs of the
+scenarios recall pools (``near``, the newest known outcomes first).  What it
+leaves out is what the database adds: float32 vector sums (a cosine at a
+threshold's edge can fall the other way), timestamps, the audit log.  So it
+is a diagnosis tool (compare two settings on one seed, same draws); the
+numbers procedural.py reports come from procedural.py.
+
+Usage::
+
+    python benchmarks/procedural_replay.py --seed 7 [--runs clean,drift] [--agreement none,0.5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+from _procedural_env import TUNE_SEEDS, add_drift, build, choose  # noqa: E402
+
+from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
+from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
+from adk_oceanbase.procedural.extraction import path_hash  # noqa: E402
+from adk_oceanbase.procedural.recall import Recall, build_recall  # noqa: E402
+
+WARMUP, FOLLOW = 30, 0.5  # as procedural.py
+T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000) -> dict:
+    env = build(seed)
+    drift = add_drift(env) if condition == "drift" else None
+    app = f"proc_{condition}_ours"
+    noise = 0.2 if condition == "noise" else 0.0
+    order = random.Random(seed + 2)
+    schedule = [s for s in env.scenarios for _ in range(sessions // len(env.scenarios))]
+    order.shuffle(schedule)
+    g = sc.Grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
+                    agreement=settings.merge_agreement)
+    runs: list[dict] = []  # oldest first: scenario, path, outcome, tools, task
+    seen: Counter = Counter()
+    rows, trace, wordings = [], [], []
+    drift_at = (sessions // len(env.scenarios)) // 2
+    pool = settings.similarity if settings.pool_similarity is None else settings.pool_similarity
+    for k, task in enumerate(schedule):
+        seen[task.name] += 1
+        if drift is task and seen[task.name] == drift_at + 1:
+            for path, p in zip(task.paths, task.drift_to):
+                path.p = p
+        text = env.request(task)
+        vec = embed(text)
+        targets = sc.near(vec, list(g.known.values()), pool)
+        recall = _recall(targets, runs, settings) if targets else Recall(None, 0.0, [], [])
+        index, recommended = choose(recall, task, env.rng, FOLLOW)
+        path = task.paths[index]
+        ok, _failed_at = env.attempt(path)
+        reported = (not ok) if env.rng.random() < noise else ok
+        ph = path_hash(list(path.tools))
+        scenario, merges = g.assign(vec, sc.new_id(app, "", sc.request_hash(text)), ph, reported)
+        for src, dst in merges:
+            for r in runs:
+                if r["scenario"] == src:
+                    r["scenario"] = dst
+        runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k})
+        rows.append((task.name, seen[task.name], ok, len(path.tools)))
+        if drift is task and seen[task.name] > drift_at:
+            trace.append(tuple(recommended) == task.paths[task.best].tools if recommended else False)
+            wordings.append(next(i for i, w in enumerate(task.wordings) if _matches(w, text)))
+    solved = sum(1 for r in rows if r[2])
+    after = [r for r in rows if r[1] > WARMUP]
+    out = {"condition": condition, "seed": seed, "merge_agreement": settings.merge_agreement,
+           "success_rate": solved / len(rows), "success_after_warmup": sum(1 for r in after if r[2]) / len(after),
+           "calls_per_solved": sum(r[3] for r in rows) / max(solved, 1)}
+    groups: dict[str, list[str]] = defaultdict(list)
+    homes: dict[str, set] = defaultdict(set)
+    for r in runs:
+        groups[r["scenario"]].append(r["task"])
+        homes[r["task"]].add(r["scenario"])
+    out.update(scenarios_found=len(groups), tasks_split=sum(1 for h in homes.values() if len(h) > 1),
+               grouping_purity=sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(runs))
+    if trace:
+        out.update(drift_followed_after=next((i + 1 for i in range(len(trace)) if all(trace[i:])), None),
+                   drift_trace="".join("1" if x else "0" for x in trace), drift_wordings="".join(map(str, wordings)),
+                   drift_scenarios=len(homes[drift.name]))
+    return out
+
+
+def _recall(targets, runs: list[dict], settings: ProceduralSettings) -> Recall:
+    """What ``ProcedureStore.recall_procedures`` reads for the pooled scenarios, built from the runs in memory."""
+    ids = {t[0] for t in targets}
+    mine = [r for r in runs if r["scenario"] in ids]
+    stats: dict[tuple, dict] = {}
+    for r in mine:
+        row = stats.setdefault((r["scenario"], r["path"]), {
+            "path_hash": r["path"], "successes": 0, "failures": 0, "unknowns": 0, "iterations_sum": 0,
+            "tool_calls_sum": 0, "tainted": 0, "last_seen": T0,
+            "tool_path": json.dumps([{"tool": t, "args": {"q": "string"}} for t in r["tools"]])})
+        row["successes" if r["ok"] else "failures"] += 1
+        row["iterations_sum"] += len(r["tools"])
+        row["tool_calls_sum"] += len(r["tools"])
+        row["last_seen"] = max(row["last_seen"], T0 + timedelta(seconds=r["k"]))
+    recent = [(r["path"], "success" if r["ok"] else "failure") for r in reversed(mine)][: settings.recent_window]
+    return build_recall(targets[0][0], targets[0][1], list(stats.values()), recent, [], [], settings, 10)
+
+
+def _matches(wording: str, text: str) -> bool:
+    head, _, tail = wording.partition("{n}")
+    return text.startswith(head) and text.endswith(tail)
+
+
+def main() -> None:
+    import numpy as np
+
+    from adk_oceanbase.memory.embedding import SentenceTransformerEmbedder, normalize_rows
+
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--runs", default="clean,drift")
+    parser.add_argument("--agreement", default="none,0.5", help="ProceduralSettings.merge_agreement values")
+    parser.add_argument("--out", default=None)
+    args = parser.parse_args()
+    if args.seed in TUNE_SEEDS:
+        parser.error(f"seed {args.seed} is a tune seed ({TUNE_SEEDS}): report on others")
+    model = SentenceTransformerEmbedder()
+    cache: dict[str, np.ndarray] = {}
+
+    def embed(text: str) -> np.ndarray:
+        if text not in cache:
+            cache[text] = normalize_rows(np.asarray(model.embed([text])))[0]
+        return cache[text]
+
+    results = []
+    for condition in args.runs.split(","):
+        for a in args.agreement.split(","):
+            r = replay(embed, condition, args.seed, ProceduralSettings(merge_agreement=None if a == "none" else float(a)))
+            results.append(r)
+            print(json.dumps(r), flush=True)
+    if args.out:
+        Path(args.out).write_text(json.dumps({"results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
