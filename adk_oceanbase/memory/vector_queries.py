@@ -31,6 +31,8 @@ __all__ = [
     "mark_embed_failed",
     "near_duplicate_candidates",
     "nearest_neighbour",
+    "postings_due",
+    "postings_written",
     "release_claims",
     "reset_other_models",
     "retry_failed",
@@ -75,6 +77,31 @@ def claimed_rows(app_name: str, user_id: str, memory_ids: Sequence[str], claim: 
         f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score, "
         f"extractor, confidence, tainted FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
         "AND embed_status = 'embedding' AND embed_claim = :claim"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
+
+
+def postings_due(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
+    """The claimed rows whose postings a bulk write left to the vectorizer (``term_count < 0``), with their text.
+
+    Read in the claim's transaction, after the claim's UPDATE: the rows are
+    locked by it, so a delete or a text change waits for the postings (and
+    then deletes or replaces them), or committed first and the claim missed
+    the row.  ``term_count`` is minus the count while postings are due
+    (see ``memory.postings``, deferred postings); the statistics count only ``term_count > 0``.
+    """
+    stmt = text(
+        f"SELECT memory_id, search_text FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_status = 'embedding' AND embed_claim = :claim AND term_count < 0"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
+
+
+def postings_written(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
+    """Marks the rows :func:`postings_due` returned as indexed: ``term_count`` back to its positive count."""
+    stmt = text(
+        f"UPDATE {T} SET term_count = -term_count WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_claim = :claim AND term_count < 0"
     ).bindparams(bindparam("ids", expanding=True))
     return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
 

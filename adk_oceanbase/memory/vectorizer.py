@@ -41,6 +41,8 @@ from .retrievers import neighbour_search
 from .embedding import Embedder
 from .extraction import embedding_text
 from .index_upkeep import IndexUpkeep
+from .lexical import doc_terms
+from . import postings
 from .settings import MemorySettings
 
 __all__ = ["MemoryKey", "Vectorizer"]
@@ -87,7 +89,7 @@ class Vectorizer:
         self.upkeep = IndexUpkeep(db, settings)
         """Bounded HNSW rebuild checks as vectors pile up (``MemorySettings.index_upkeep_rows``)."""
         self.stats: dict[str, int] = defaultdict(int)
-        """Counters: ``embedded``, ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
+        """Counters: ``embedded``, ``indexed`` (rows whose deferred postings a round wrote), ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
         that failed for some rows), ``dropped_to_backlog``."""
 
     @property
@@ -317,7 +319,30 @@ class Vectorizer:
             for (app, user), ids in groups.items():
                 stmt, params = vq.claimed_rows(app, user, ids, claim)
                 rows.extend((await conn.execute(stmt, params)).all())
+            for (app, user), ids in groups.items():
+                await self._index_due(conn, app, user, ids, claim)
         return rows
+
+    async def _index_due(self, conn: Any, app: str, user: str, ids: list[str], claim: str) -> None:
+        """Writes the postings a bulk write left to this round (``term_count < 0``), in the claim's transaction.
+
+        The claim's UPDATE holds the rows: a tombstone, an erasure or a text
+        change (each locks or deletes the row before the postings) either
+        committed first, and the row is not claimed or not due here, or waits
+        and then deletes or replaces these postings.  They are built from the
+        row's ``search_text`` as read now, under that lock: the text it has.
+        """
+        stmt, params = vq.postings_due(app, user, ids, claim)
+        due = [(r.memory_id, r.search_text) for r in (await conn.execute(stmt, params)).all()]
+        if not due:
+            return
+        docs = await asyncio.to_thread(lambda: [(mid, doc_terms(body)) for mid, body in due]) \
+            if len(due) > _INLINE_TERMS else [(mid, doc_terms(body)) for mid, body in due]
+        # replace: a due row has none (its writer deleted them), unless a rerun after a lost reply left some
+        await postings.index_terms(conn, app, user, docs, replace=True)
+        stmt, params = vq.postings_written(app, user, [mid for mid, _ in due], claim)
+        await conn.execute(stmt, params)
+        self.stats["indexed"] += len(due)
 
     async def _process(self, batch: list[MemoryKey]) -> None:
         claim = uuid.uuid4().hex
@@ -420,6 +445,10 @@ class Vectorizer:
                                                        pause_s=lambda n: 0.05 * n, what="storing vectors")
         self.stats["embedded"] += len(rows)
         self.upkeep.stored(len(rows))
+
+
+_INLINE_TERMS = 64
+"""Due rows whose terms are counted on the event loop; more are counted in a worker thread."""
 
 
 def _by_user(keys: Iterable[MemoryKey]) -> dict[tuple[str, str], list[str]]:
