@@ -319,29 +319,35 @@ class Vectorizer:
             for (app, user), ids in groups.items():
                 stmt, params = vq.claimed_rows(app, user, ids, claim)
                 rows.extend((await conn.execute(stmt, params)).all())
-            for (app, user), ids in groups.items():
-                await self._index_due(conn, app, user, ids, claim)
+            await self._index_due(conn, [r for r in rows if r.term_count < 0], claim)
         return rows
 
-    async def _index_due(self, conn: Any, app: str, user: str, ids: list[str], claim: str) -> None:
+    async def _index_due(self, conn: Any, due: list[Any], claim: str) -> None:
         """Writes the postings a bulk write left to this round (``term_count < 0``), in the claim's transaction.
 
         The claim's UPDATE holds the rows: a tombstone, an erasure or a text
         change (each locks or deletes the row before the postings) either
         committed first, and the row is not claimed or not due here, or waits
         and then deletes or replaces these postings.  They are built from the
-        row's ``search_text`` as read now, under that lock: the text it has.
+        row's ``search_text`` as read under that lock: the text it has now.
+        Two more statements a round, per user in the batch: the postings' INSERT and the counts' UPDATE.
         """
-        stmt, params = vq.postings_due(app, user, ids, claim)
-        due = [(r.memory_id, r.search_text) for r in (await conn.execute(stmt, params)).all()]
         if not due:
             return
-        docs = await asyncio.to_thread(lambda: [(mid, doc_terms(body)) for mid, body in due]) \
-            if len(due) > _INLINE_TERMS else [(mid, doc_terms(body)) for mid, body in due]
-        # replace: a due row has none (its writer deleted them), unless a rerun after a lost reply left some
-        await postings.index_terms(conn, app, user, docs, replace=True)
-        stmt, params = vq.postings_written(app, user, [mid for mid, _ in due], claim)
-        await conn.execute(stmt, params)
+
+        def count() -> list[tuple[str, str, str, Any]]:
+            return [(r.app_name, r.user_id, r.memory_id, doc_terms(r.search_text or "")) for r in due]
+
+        docs = await asyncio.to_thread(count) if len(due) > _INLINE_TERMS else count()
+        groups: dict[tuple[str, str], list[tuple[str, Any]]] = defaultdict(list)
+        for app, user, mid, terms in docs:
+            groups[(app, user)].append((mid, terms))
+        for (app, user), mine in groups.items():
+            # replace=False: a due row has no postings (its writer deleted them with the old text, in the
+            # transaction that made it due), as for a new row's first postings
+            await postings.index_terms(conn, app, user, mine, replace=False)
+            stmt, params = vq.postings_written(app, user, [mid for mid, _ in mine], claim)
+            await conn.execute(stmt, params)
         self.stats["indexed"] += len(due)
 
     async def _process(self, batch: list[MemoryKey]) -> None:

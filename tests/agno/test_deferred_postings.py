@@ -88,10 +88,11 @@ async def _racing(ours, monkeypatch, race) -> None:
     written, release = asyncio.Event(), asyncio.Event()
     original = Vectorizer._index_due
 
-    async def held(self, conn, app, user, ids, claim):
-        await original(self, conn, app, user, ids, claim)
-        written.set()
-        await release.wait()
+    async def held(self, conn, due, claim):
+        await original(self, conn, due, claim)
+        if due:  # the round that claimed the new rows: held open, its postings written
+            written.set()
+            await release.wait()
 
     monkeypatch.setattr(Vectorizer, "_index_due", held)
     await ours.upsert_memories([UserMemory(memory_id=f"m{i}", memory=f"Owns a {w} canoe", user_id="u1")
