@@ -17,6 +17,13 @@ after ``max_row_attempts`` rounds a row is ``failed`` and left alone.
 
 The model call runs in a worker thread; the vector and ``embed_status =
 'ready'`` are written by one UPDATE, so search never sees a half-made row.
+
+Rows a bulk write left without postings (``term_count < 0``: Agno's
+``upsert_memories``, see ``memory.postings``, deferred postings) get them in
+the claim's transaction, before the model is called: from the text the row
+has under the claim's lock, whether its embedding then succeeds or not.  A
+row is found by its words once a round has claimed it, and by its vector
+once stored; :meth:`Vectorizer.flush` waits for both.
 """
 
 from __future__ import annotations
@@ -124,7 +131,7 @@ class Vectorizer:
                 self.stats["dropped_to_backlog"] += 1
 
     async def flush(self) -> None:
-        """Waits until every submitted or pending row has had its embedding round.
+        """Waits until every submitted or pending row has had its embedding round (deferred postings included).
 
         Rows whose round failed wait ``retry_interval_s`` for the next one and
         do not hold flush up meanwhile; rows another process has claimed are
