@@ -9,13 +9,14 @@ text change racing that round never leaves postings behind.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import Counter
 
 from agno.db.schemas.memory import UserMemory
 from sqlalchemy import text
 
 from adk_oceanbase.agno.memories import _lexical
-from adk_oceanbase.governance import delete_user_data
+from adk_oceanbase.governance import Retention, RetentionPolicy, delete_user_data, sweep
 from adk_oceanbase.memory.vectorizer import Vectorizer
 
 
@@ -109,6 +110,14 @@ async def test_erasure_racing_the_round_leaves_no_postings(ours, monkeypatch):
     await _racing(ours, monkeypatch, lambda: delete_user_data(ours.database, "agno", "u1"))
     assert await postings_of(ours, "u1") == {}
     assert await term_counts(ours, "u1") == {}
+
+
+async def test_retention_racing_the_round_leaves_no_postings(ours, monkeypatch):
+    later = time.time() + 1000 * 86400  # every memory expired under a one-day TTL
+    await _racing(ours, monkeypatch,
+                  lambda: sweep(ours.database, RetentionPolicy(Retention(memory_ttl="1d")), now=later))
+    assert await term_counts(ours, "u1") == {}
+    assert await postings_of(ours, "u1") == {}
 
 
 async def test_delete_racing_the_round_leaves_no_postings(ours, monkeypatch):
