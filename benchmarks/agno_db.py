@@ -13,7 +13,7 @@ Agno's synchronous ``BaseDb`` API (what ``Agent.run`` calls; ours is
   uses it: the difference is the sync facade's hop to its loop thread);
 * loading ``--memories`` memories of one user with ``upsert_memories`` by
   500 (the call the caller waits for; batches interleaved across systems),
-  then, for ours, the time until every vector is stored (``flush``);
+  then, for ours, the time until every vector and posting is stored (``flush``);
 * memory search at that size: ``get_user_memories(user_id=,
   search_content=, limit=10)`` (the call timed here before) and AgentOS's
   memory page (the same with ``sort_by="updated_at"``, a page of 20 and the
@@ -108,11 +108,11 @@ def memory_batches(args: argparse.Namespace) -> list[list[Any]]:
 def load_memories(states: dict[str, dict[str, Any]], args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """``upsert_memories`` batch by batch on every system in turn (the order rotating), timed per call.
 
-    What a caller waits for is the call: ours returns once the rows and
-    their postings are committed (found by ``search_content`` and BM25 at
-    once) and embeds in the background.  Then, for ours, the time until the
-    vectorizer has stored every vector (``flush``): when the semantic half
-    of ``search_user_memories`` sees all of them.
+    What a caller waits for is the call: ours returns once the rows are
+    committed (found by ``search_content`` at once) and indexes and embeds
+    them in the background.  Then, for ours, the time until the vectorizer
+    has stored every posting and vector (``flush``): when both halves of
+    ``search_user_memories`` see all of them.
     """
     batches = [memory_batches(args) for _ in states]  # fresh objects per system: Agno sets ids on them
     names = list(states)

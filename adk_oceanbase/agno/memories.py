@@ -25,7 +25,15 @@ namespace) and its user: content, topics, the user, then Agno's own fields
   never returned, here as in the memory service's search;
 * content, topics and Agno's fields are redacted before anything is written,
   and the embedding is computed in the background by the memory service's
-  vectorizer (search works lexically meanwhile).
+  vectorizer (search works lexically meanwhile);
+* a bulk ``upsert_memories`` leaves the new texts' postings (the lexical
+  index) to that vectorizer too: its rows are read, listed and found by
+  ``search_content`` when the call returns, and found by their words in
+  :meth:`search_user_memories` once the vectorizer's round has claimed them
+  (``await db.memory_service.flush()`` waits for it), exactly as their
+  vectors.  Old postings of a changed text go in the call: a memory is never
+  found by words it no longer has.  ``upsert_user_memory`` (one memory)
+  writes its postings in its transaction, as before.
 """
 
 from __future__ import annotations
@@ -170,7 +178,7 @@ class MemoriesMixin(AgnoCore):
 
     async def upsert_user_memory(self, memory: UserMemory, deserialize: bool | None = True) -> Any:
         """Inserts or updates one memory; ``None`` when its user opted out of memory."""
-        rows = await self._upsert([memory], preserve_updated_at=False)
+        rows = await self._upsert([memory], preserve_updated_at=False, defer_postings=False)
         if not rows:
             return None
         return UserMemory.from_dict(rows[0]) if deserialize else rows[0]
@@ -178,11 +186,18 @@ class MemoriesMixin(AgnoCore):
     async def upsert_memories(
         self, memories: Sequence[UserMemory], deserialize: bool | None = True, preserve_updated_at: bool = False
     ) -> list[Any]:
-        """Upserts memories, one transaction per user; opted-out users' memories are left out of the result."""
-        rows = await self._upsert(list(memories), preserve_updated_at=preserve_updated_at)
+        """Upserts memories, one transaction per user; opted-out users' memories are left out of the result.
+
+        The new texts' postings are written by the vectorizer's round, not in
+        the call (module docstring): they were ~250 of the call's ~625 ms for
+        500 memories (8,000 postings; benchmarks/README.md, agno_db.py).
+        """
+        rows = await self._upsert(list(memories), preserve_updated_at=preserve_updated_at, defer_postings=True)
         return [UserMemory.from_dict(r) for r in rows] if deserialize else rows
 
-    async def _upsert(self, memories: list[UserMemory], *, preserve_updated_at: bool) -> list[dict[str, Any]]:
+    async def _upsert(
+        self, memories: list[UserMemory], *, preserve_updated_at: bool, defer_postings: bool
+    ) -> list[dict[str, Any]]:
         drafts = [await self._draft(m) for m in memories]
         by_user: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for d in drafts:
@@ -190,11 +205,12 @@ class MemoriesMixin(AgnoCore):
         out: list[dict[str, Any]] = []
         for user, mine in by_user.items():
             start = await self._read(lambda conn, u=user: guard.started(conn, self.app_name, u))
-            out.extend(await self._upsert_user(user, mine, start, preserve_updated_at))
+            out.extend(await self._upsert_user(user, mine, start, preserve_updated_at, defer_postings))
         return out
 
     async def _upsert_user(
-        self, user: str, drafts: list[dict[str, Any]], start: guard.Generation, preserve_updated_at: bool
+        self, user: str, drafts: list[dict[str, Any]], start: guard.Generation, preserve_updated_at: bool,
+        defer_postings: bool,
     ) -> list[dict[str, Any]]:
         app = self.app_name
         entry = self._entry("agno_memory_upsert", user)
@@ -210,7 +226,7 @@ class MemoriesMixin(AgnoCore):
                 raise MemoryWriteRaceError("the user's memories were erased while this write was under way; nothing stored")
             ids = [d["memory_id"] for d in drafts]
             found = {r.memory_id: r for r in (await conn.execute(
-                select(M.c.memory_id, M.c.content, M.c.created_at, M.c.embed_status)
+                select(M.c.memory_id, M.c.content, M.c.created_at, M.c.embed_status, M.c.term_count)
                 .where(M.c.app_name == app, M.c.user_id == user, M.c.memory_id.in_(ids)).with_for_update()
             )).all()}
             now = now_s()
@@ -224,12 +240,16 @@ class MemoriesMixin(AgnoCore):
                 lex = d if created == d["created_at"] else _lexical(d["content"], created)
                 st, terms = lex["search_text"], lex["terms"]
                 meta = {**d["meta"], "agno": {**d["meta"]["agno"], "updated_at": stamp}}
+                moved = old is None or old.content != d["content"] or old.embed_status == "deleted"
+                # A new text's count is negated while its postings are left to the vectorizer (see
+                # memory.postings, deferred postings); an unchanged text keeps its row's count, due or not.
+                count = sum(terms.values())
+                count = (-count if defer_postings else count) if moved else int(old.term_count)
                 values = {
                     "content": d["content"], "content_hash": d["content_hash"], "search_text": st,
-                    "term_count": sum(terms.values()), "topics": dumps(d["topics"]),
+                    "term_count": count, "topics": dumps(d["topics"]),
                     "custom_metadata": dumps(meta), "updated_at": utc(None), "tainted": d["tainted"],
                 }
-                moved = old is None or old.content != d["content"] or old.embed_status == "deleted"
                 if old is None:
                     inserts.append(dict(memory_id=d["memory_id"], app_name=app, user_id=user, author=_AUTHOR,
                                         created_at=utc(created), extractor=_EXTRACTOR, embedding_model=model,
@@ -252,8 +272,12 @@ class MemoriesMixin(AgnoCore):
             for moved, rows in rewrites.items():  # the rows exist and are locked: one statement each, not one a row
                 if rows:
                     await conn.execute(_rewrite(moved), rows)
-            await postings.index_terms(conn, app, user, docs_new, replace=False)
-            await postings.index_terms(conn, app, user, docs_moved, replace=True)
+            if defer_postings:  # the vectorizer's round writes the new ones; the old words go now
+                if docs_moved:
+                    await conn.execute(*postings.delete_postings(app, user, [mid for mid, _ in docs_moved]))
+            else:
+                await postings.index_terms(conn, app, user, docs_new, replace=False)
+                await postings.index_terms(conn, app, user, docs_moved, replace=True)
             return stored, len(stored)
 
         stored = await self._write(entry, work)

@@ -54,6 +54,8 @@ KEPT = (audit_log,)
 def user_tables() -> list[Table]:
     """Every table of the schema with ``app_name`` and ``user_id`` columns but :data:`KEPT`, in the order erasure deletes them."""
     keyed = [t for t in metadata.sorted_tables if {"app_name", "user_id"} <= set(t.c.keys()) and t not in KEPT]
+    # By name: ``agent_memories`` before ``memory_terms``, which the vectorizer's deferred postings need (a claim
+    # holding memory rows makes the erasure wait at the rows, then its postings go too: memory.postings).
     rest = sorted((t for t in keyed if t not in _FIRST), key=lambda t: t.name)
     return [*_FIRST, *rest]
 

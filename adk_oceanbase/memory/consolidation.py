@@ -232,7 +232,10 @@ async def write_drafts(
         inserts.append(d)
     if merges:
         await conn.execute(q.merge_duplicate(), merges)
-        moved = [(m["memory_id"], m["search_text"]) for m in merges if m["search_text"] != _stored_text(stored, m)]
+        # a row whose postings a bulk write left to the vectorizer (term_count < 0) gets them here with its
+        # positive count (memory.postings, deferred postings)
+        moved = [(m["memory_id"], m["search_text"]) for m in merges
+                 if m["search_text"] != _stored_text(stored, m) or _postings_due(stored, m)]
         await postings.index_memories(conn, app_name, user_id, moved, replace=True)
         out.reembed = [m["memory_id"] for m in merges if m["reembed"]]
     if inserts:
@@ -289,6 +292,11 @@ def _stored_text(stored: dict[str, list[Any]], merged: dict[str, Any]) -> str | 
             if r.memory_id == merged["memory_id"]:
                 return r.search_text
     return None
+
+
+def _postings_due(stored: dict[str, list[Any]], merged: dict[str, Any]) -> bool:
+    """Whether the merged row's postings are still the vectorizer's to write (``term_count < 0``)."""
+    return any(r.memory_id == merged["memory_id"] and (r.term_count or 0) < 0 for rows in stored.values() for r in rows)
 
 
 @dataclass

@@ -34,7 +34,20 @@ Two forms of the candidate list (:func:`bm25_ctes`):
 
 Postings are written in the transaction that writes the memory's
 ``search_text`` (:func:`index_memories`): a memory is never searchable by
-words it no longer has, nor missing words it has.
+words it no longer has, nor missing words it has.  One exception, the
+*deferred* postings of a bulk write (Agno's ``upsert_memories``): its rows
+are written with ``term_count`` negated (minus the count) and no postings,
+old postings of a changed text deleted in the call, and the vectorizer's
+round writes the postings in its claim's transaction and flips the count
+back (``Vectorizer._index_due``): the row is found by its words once that
+round has claimed it, as it is found by its vector once stored, and the
+vectorizer's ``flush()`` waits for both.  A row with ``term_count < 0`` is
+due: the statistics count only ``term_count > 0``, so it weighs in N and the
+mean length exactly when its postings exist; any writer that gives such a
+row a positive count writes its postings too.  Every path that deletes a
+memory (tombstone, erasure, opt-out purge, retention) deletes or locks the
+row before its postings, so it either waits for a claim holding the row and
+then deletes its postings, or commits first and the claim misses the row.
 
 Scoring is rank-bm25's ``BM25Okapi`` (k1 1.5, b 0.75): ``idf = ln((N - df +
 0.5) / (df + 0.5))``, floored at ``0.25 x`` the vocabulary's mean idf for

@@ -153,7 +153,7 @@ def find_by_hashes(app_name: str, user_id: str, hashes: Sequence[str]) -> tuple[
     """Live or deleted rows with one of these content hashes (exact duplicates), locked for the merge."""
     stmt = text(
         f"SELECT memory_id, content_hash, event_ids, topics, importance_score, embed_status, created_at, author, "
-        f"content, session_id, turn_pos, occurrences, search_text FROM {T} "
+        f"content, session_id, turn_pos, occurrences, search_text, term_count FROM {T} "
         "WHERE app_name = :app AND user_id = :user AND content_hash IN :hashes AND superseded_by IS NULL "
         "ORDER BY created_at FOR UPDATE"
     ).bindparams(bindparam("hashes", expanding=True))

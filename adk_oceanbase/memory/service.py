@@ -196,7 +196,11 @@ class OceanBaseMemoryService(MemoryIngest, MemoryCuration, EmbeddingUpkeep, Data
         return await self._vectorizer.retry_failed()
 
     async def flush(self) -> None:
-        """Waits until every queued extraction ran (or waits out a retry backoff) and every memory written has its embedding (or was marked failed)."""
+        """Waits until every queued extraction ran (or waits out a retry backoff) and every memory written has its embedding (or was marked failed).
+
+        A bulk write's deferred postings (Agno's ``upsert_memories``; ``memory.postings``) are written by the
+        same rounds: after ``flush()`` those memories are found by their words too.
+        """
         await self._engine()
         if self._pipeline is not None:
             await self._pipeline.flush()

@@ -31,6 +31,7 @@ __all__ = [
     "mark_embed_failed",
     "near_duplicate_candidates",
     "nearest_neighbour",
+    "postings_written",
     "release_claims",
     "reset_other_models",
     "retry_failed",
@@ -70,11 +71,28 @@ def claim_for_embedding(
 
 
 def claimed_rows(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
-    """The rows this claim holds, with what the embedded text is built from."""
+    """The rows this claim holds, with what the embedded text is built from, and their postings' state.
+
+    ``term_count < 0``: the row's postings are due, left by a bulk write to
+    this round (see ``memory.postings``, deferred postings); they are built
+    from ``search_text`` as read here, after the claim's UPDATE: the rows are
+    locked by it, so a delete or a text change waits for the postings (and
+    then deletes or replaces them), or committed first and the claim missed
+    the row.
+    """
     stmt = text(
         f"SELECT memory_id, app_name, user_id, content, author, created_at, event_ids, topics, importance_score, "
-        f"extractor, confidence, tainted FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        f"extractor, confidence, tainted, search_text, term_count FROM {T} WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
         "AND embed_status = 'embedding' AND embed_claim = :claim"
+    ).bindparams(bindparam("ids", expanding=True))
+    return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
+
+
+def postings_written(app_name: str, user_id: str, memory_ids: Sequence[str], claim: str) -> tuple[TextClause, dict[str, Any]]:
+    """Marks due rows (:func:`claimed_rows`) as indexed once their postings are in: ``term_count`` back to its count."""
+    stmt = text(
+        f"UPDATE {T} SET term_count = -term_count WHERE app_name = :app AND user_id = :user AND memory_id IN :ids "
+        "AND embed_claim = :claim AND term_count < 0"
     ).bindparams(bindparam("ids", expanding=True))
     return stmt, {"app": app_name, "user": user_id, "ids": list(memory_ids), "claim": claim}
 

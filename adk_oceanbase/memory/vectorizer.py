@@ -17,6 +17,13 @@ after ``max_row_attempts`` rounds a row is ``failed`` and left alone.
 
 The model call runs in a worker thread; the vector and ``embed_status =
 'ready'`` are written by one UPDATE, so search never sees a half-made row.
+
+Rows a bulk write left without postings (``term_count < 0``: Agno's
+``upsert_memories``, see ``memory.postings``, deferred postings) get them in
+the claim's transaction, before the model is called: from the text the row
+has under the claim's lock, whether its embedding then succeeds or not.  A
+row is found by its words once a round has claimed it, and by its vector
+once stored; :meth:`Vectorizer.flush` waits for both.
 """
 
 from __future__ import annotations
@@ -41,6 +48,8 @@ from .retrievers import neighbour_search
 from .embedding import Embedder
 from .extraction import embedding_text
 from .index_upkeep import IndexUpkeep
+from .lexical import doc_terms
+from . import postings
 from .settings import MemorySettings
 
 __all__ = ["MemoryKey", "Vectorizer"]
@@ -87,7 +96,7 @@ class Vectorizer:
         self.upkeep = IndexUpkeep(db, settings)
         """Bounded HNSW rebuild checks as vectors pile up (``MemorySettings.index_upkeep_rows``)."""
         self.stats: dict[str, int] = defaultdict(int)
-        """Counters: ``embedded``, ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
+        """Counters: ``embedded``, ``indexed`` (rows whose deferred postings a round wrote), ``merged``, ``failed_attempts`` (model calls), ``failed_batches`` (rounds
         that failed for some rows), ``dropped_to_backlog``."""
 
     @property
@@ -122,7 +131,7 @@ class Vectorizer:
                 self.stats["dropped_to_backlog"] += 1
 
     async def flush(self) -> None:
-        """Waits until every submitted or pending row has had its embedding round.
+        """Waits until every submitted or pending row has had its embedding round (deferred postings included).
 
         Rows whose round failed wait ``retry_interval_s`` for the next one and
         do not hold flush up meanwhile; rows another process has claimed are
@@ -317,7 +326,36 @@ class Vectorizer:
             for (app, user), ids in groups.items():
                 stmt, params = vq.claimed_rows(app, user, ids, claim)
                 rows.extend((await conn.execute(stmt, params)).all())
+            await self._index_due(conn, [r for r in rows if r.term_count < 0], claim)
         return rows
+
+    async def _index_due(self, conn: Any, due: list[Any], claim: str) -> None:
+        """Writes the postings a bulk write left to this round (``term_count < 0``), in the claim's transaction.
+
+        The claim's UPDATE holds the rows: a tombstone, an erasure or a text
+        change (each locks or deletes the row before the postings) either
+        committed first, and the row is not claimed or not due here, or waits
+        and then deletes or replaces these postings.  They are built from the
+        row's ``search_text`` as read under that lock: the text it has now.
+        Two more statements a round, per user in the batch: the postings' INSERT and the counts' UPDATE.
+        """
+        if not due:
+            return
+
+        def count() -> list[tuple[str, str, str, Any]]:
+            return [(r.app_name, r.user_id, r.memory_id, doc_terms(r.search_text or "")) for r in due]
+
+        docs = await asyncio.to_thread(count) if len(due) > _INLINE_TERMS else count()
+        groups: dict[tuple[str, str], list[tuple[str, Any]]] = defaultdict(list)
+        for app, user, mid, terms in docs:
+            groups[(app, user)].append((mid, terms))
+        for (app, user), mine in groups.items():
+            # replace=False: a due row has no postings (its writer deleted them with the old text, in the
+            # transaction that made it due), as for a new row's first postings
+            await postings.index_terms(conn, app, user, mine, replace=False)
+            stmt, params = vq.postings_written(app, user, [mid for mid, _ in mine], claim)
+            await conn.execute(stmt, params)
+        self.stats["indexed"] += len(due)
 
     async def _process(self, batch: list[MemoryKey]) -> None:
         claim = uuid.uuid4().hex
@@ -420,6 +458,10 @@ class Vectorizer:
                                                        pause_s=lambda n: 0.05 * n, what="storing vectors")
         self.stats["embedded"] += len(rows)
         self.upkeep.stored(len(rows))
+
+
+_INLINE_TERMS = 64
+"""Due rows whose terms are counted on the event loop; more are counted in a worker thread."""
 
 
 def _by_user(keys: Iterable[MemoryKey]) -> dict[tuple[str, str], list[str]]:

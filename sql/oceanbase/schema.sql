@@ -84,7 +84,7 @@ CREATE TABLE agent_memories (
   embed_claimed_at DATETIME(6),                           -- when it was claimed: older than the lease = taken over
   tainted SMALLINT NOT NULL DEFAULT 0,                    -- 1: never returned by search nor injected (mark_tainted)
   confidence FLOAT NOT NULL DEFAULT 1,                    -- 0..1; below MemorySettings.min_confidence: never returned
-  term_count INTEGER NOT NULL DEFAULT 0,                  -- terms in search_text (lexical.doc_terms): BM25 document length; 0 = tombstone
+  term_count INTEGER NOT NULL DEFAULT 0,                  -- terms in search_text (lexical.doc_terms): BM25 document length; 0 = tombstone; < 0 = minus the length while the vectorizer owes the postings (memory.postings)
   occurrences INTEGER NOT NULL DEFAULT 1,                 -- times this exact content was stored (merged onto the newest occurrence)
   stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),  -- last insert/merged repeat/deletion by the database clock (retention, 0015)
   last_served_at DATETIME(6),                              -- last search that served it, database clock (retention, 0015)
