@@ -215,3 +215,38 @@ async def test_no_upkeep_where_the_engine_has_no_vector_index(mariadb_database):
         assert not described["running"] and not described["calls"] and described["rows_since_last"] == 0
     finally:
         await svc.close()
+
+
+async def test_close_during_a_check_drops_its_connection_and_logs_no_failure(database, monkeypatch, caplog):
+    """``close`` while the rebuild statement runs: no "failed" warning, no count, and the pool stays usable.
+
+    The rebuild is replaced by a statement the server takes seconds over (``SLEEP``) so that
+    the cancel lands while the connection waits for its answer, as a real rebuild's would.
+    """
+    import logging
+
+    svc = OceanBaseMemoryService(database=database, embedder=HashEmbedder(), settings=_settings(index_upkeep_rows=1))
+    try:
+        await svc._engine()
+        monkeypatch.setattr(q, "rebuild_vector_index", lambda _rate: text("SELECT SLEEP(3)"))
+        upkeep = svc.vectorizer.upkeep
+        upkeep.stored(1)  # as the vectorizer does after storing a vector
+        assert upkeep.running
+        for _ in range(200):  # until the server runs it
+            async with database.engine.connect() as conn:
+                rows = (await conn.execute(text("SHOW FULL PROCESSLIST"))).all()
+            if any("SLEEP(3)" in str(r) and "PROCESSLIST" not in str(r) for r in rows):
+                break
+            await asyncio.sleep(0.02)
+        else:
+            raise AssertionError("the stand-in rebuild never started")
+        with caplog.at_level(logging.WARNING, logger="adk_oceanbase.memory.index_upkeep"):
+            await asyncio.wait_for(upkeep.close(), 2.0)  # not after the statement's 3 s
+        assert not [r for r in caplog.records if "failed" in r.getMessage()], caplog.text
+        assert not upkeep.describe()["failed"] and not upkeep.describe()["running"]
+        pool_us = int(database.config.query_timeout_s * 1_000_000)
+        for _ in range(3):  # whatever the pool hands out now has the configured timeout
+            async with database.engine.connect() as conn:
+                assert (await conn.execute(text("SELECT @@ob_query_timeout"))).scalar() == pool_us
+    finally:
+        await svc.close()

@@ -92,16 +92,23 @@ class IndexUpkeep:
         try:
             async with gateway.connection(self._db) as conn:
                 dialect = self._db.dialect
-                for stmt in dialect.statement_timeout_statements(s.index_upkeep_timeout_s):
-                    await conn.execute(text(stmt))
                 try:
+                    for stmt in dialect.statement_timeout_statements(s.index_upkeep_timeout_s):
+                        await conn.execute(text(stmt))
                     await conn.execute(q.rebuild_vector_index(s.index_upkeep_delta_rate))
                     await conn.commit()
                     await self.refresh_statistics(conn)
-                finally:
-                    # the connection goes back to the pool: give it the configured timeout again
-                    for stmt in dialect.statement_timeout_statements(self._db.config.query_timeout_s):
-                        await conn.execute(text(stmt))
+                except BaseException:
+                    # Cancelled (``close``) or failed mid-statement: the driver connection may still be
+                    # waiting for the server's answer, and it carries the long timeout.  Talking to it
+                    # again would read the wrong reply (SQLAlchemy's PendingRollbackError, logged as a
+                    # failed rebuild on every close during one); closing it is the only safe hand-back.
+                    with contextlib.suppress(Exception):
+                        await conn.invalidate()
+                    raise
+                # the connection goes back to the pool: give it the configured timeout again
+                for stmt in dialect.statement_timeout_statements(self._db.config.query_timeout_s):
+                    await conn.execute(text(stmt))
         except asyncio.CancelledError:
             raise
         except Exception:
