@@ -91,6 +91,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         line = ", ".join(f"{n} {v:.3f} ms" for n, v in p50.items())
         if "peer" in p50:
             line += " | peer / " + ", ".join(f"{n} {p50['peer'] / p50[n]:.2f}x" for n in names if n != "peer")
+        if "old" in p50:  # paired: each step's new / old (the two ran back to back), robust to load drifting
+            paired = statistics.median(b / a for a, b in zip(lat["old"][op], lat["new"][op]))
+            out[op + "_new_over_old_paired"] = paired
+            line += f" | new / old per step, median {paired:.3f}"
         print(f"{op:9s} p50: {line}")
     print(f"load average (1 min) {load[0]:.2f} -> {load[1]:.2f}")
     return out

@@ -44,17 +44,17 @@ async def test_blobs_are_written_once_per_channel_version(engine_db) -> None:
     saver = OceanBaseSaver(database=engine_db)
     config = generate_config("t-blobs")
     big = {"messages": ["m"] * 50}
-    last = await put_chain(
+    last = await put_chain(  # "a" is a list: scalars ride in the checkpoint row (test_saver_inline.py)
         saver, config,
-        [{"a": 1, "big": big}, {"a": 2, "big": big}, {"a": 3, "big": big}],
+        [{"a": [1], "big": big}, {"a": [2], "big": big}, {"a": [3], "big": big}],
         [{"a": "1", "big": "1"}, {"a": "2"}, {"a": "3"}],
     )
     rows = await count(engine_db, "SELECT COUNT(*) FROM lg_checkpoint_blobs WHERE thread_id = 't-blobs'")
     assert rows == 4  # a at 3 versions, big once
     got = await saver.aget_tuple(last)
-    assert got.checkpoint["channel_values"] == {"a": 3, "big": big}
+    assert got.checkpoint["channel_values"] == {"a": [3], "big": big}
     first = [t async for t in saver.alist(config)][-1]
-    assert first.checkpoint["channel_values"] == {"a": 1, "big": big}
+    assert first.checkpoint["channel_values"] == {"a": [1], "big": big}
 
 
 async def test_list_filters_metadata_in_sql(engine_db) -> None:
@@ -140,7 +140,7 @@ async def test_redaction_policy_covers_channel_values_and_writes(engine_db) -> N
 async def test_writes_are_audited_and_a_users_threads_are_erased(engine_db) -> None:
     saver = OceanBaseSaver(database=engine_db, app_name="lgapp", audit=AuditSettings())
     mine = {"configurable": {"thread_id": "t-user", "checkpoint_ns": "", "user_id": "alice"}}
-    cp = generate_checkpoint(channel_values={"a": 1}, channel_versions={"a": "1"})
+    cp = generate_checkpoint(channel_values={"a": [1]}, channel_versions={"a": "1"})  # a list: a blob row
     stored = await saver.aput(mine, cp, generate_metadata(), {"a": "1"})
     await saver.aput_writes({"configurable": {**mine["configurable"], **stored["configurable"]}}, [("a", 2)], "task-u")
     other = await saver.aput(generate_config("t-nobody"), generate_checkpoint(), generate_metadata(), {})
