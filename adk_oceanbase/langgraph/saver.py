@@ -38,7 +38,7 @@ from ..config import Config
 from ..engine import Database
 from ..errors import CheckpointCorruptError, ConfigurationError, InvalidValueError, is_rerunnable
 from ..gateway import retrying
-from ..rawtx import COMMIT
+from ..rawtx import COMMIT, ConnectionLease
 from ..redaction import RedactionPolicy, redact_value
 from ..validation import check_id
 from . import codec, delta
@@ -161,6 +161,10 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         self.max_value_bytes = max_value_bytes
         self._home = Home()
         self._writer = GroupWriter(self._commit)
+        # The connection of the last transaction is kept for the next (a graph's calls come one at a time),
+        # when the engine is ours: a saver on a shared Database may never be closed, and a connection
+        # kept past its owner's life would hold a pool slot until the garbage collector ends it.
+        self._lease = ConnectionLease(self.database.config.pool_recycle) if self._owns_db else None
         self._recent: OrderedDict[tuple[str, str], _Recent] = OrderedDict()
         self._memory = delta.ValueMemory()
 
@@ -187,6 +191,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
     async def _close(self) -> None:
         """What ``aclose`` / ``close`` release (:class:`.bridge.HomeLifecycle`): after the writes in flight, the engine."""
         await self._writer.idle()
+        if self._lease is not None:
+            await self._lease.release()
         await self._release()
 
     async def _write(self, statements: list[tuple[Any, Any]]) -> None:
@@ -197,11 +203,15 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             statements = [*statements, (RAW_INSERT_AUDIT, entry.row())]
         await self._writer.write(statements)
 
+    async def _fetch(self, statements: list[Any]) -> list[Any]:
+        """Read-only ``statements`` in one round trip, on the kept connection when it is free (:class:`.rawtx.ConnectionLease`)."""
+        return await self._read_batch(statements, lease=self._lease)
+
     async def _commit(self, statements: list[tuple[Any, Any]]) -> None:
         """One transaction in one round trip; re-run after a deadlock or a lost connection (every write is idempotent)."""
 
         async def once() -> None:
-            async with self._raw_tx() as tx:
+            async with self._raw_tx(self._lease) as tx:
                 await tx.batch([*statements, (COMMIT, None)])
 
         await retrying(once, when=is_rerunnable, what="a checkpoint write")
@@ -356,7 +366,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             await self._write([(sql, {"app": self.app_name, "thread": t}) for t in threads for sql in q.DELETE_THREAD])
             return
         sql, params = q.thread_namespaces(self.app_name, threads)
-        ((_, latest),) = await self._read_batch([(sql, params)])
+        ((_, latest),) = await self._fetch([(sql, params)])
         statements: list[tuple[Any, Any]] = []
         for thread, ns, cid, _parent, vtype, payload, _md in latest:
             cp = self._loads((vtype, payload))
@@ -390,7 +400,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             keys = guess.blob_keys(lambda ch, v: self._held(thread, ns, ch, v) is not None)
             if keys:
                 batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in keys]))
-        results = await self._read_batch(batch)
+        results = await self._fetch(batch)
         (_, rows), (_, write_rows) = results[0], results[1]  # the blobs' answer, when asked, is results[2]
         if not rows:
             return None
@@ -424,12 +434,12 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             raise InvalidValueError(f"limit must be a non-negative integer, got {limit!r}")
         await self._engine()
         sql = q.select_checkpoints(self.app_name, thread, ns, cid, codec.filter_pairs(flt), before_id, limit)
-        ((_, rows),) = await self._read_batch([sql])
+        ((_, rows),) = await self._fetch([sql])
         out: list[CheckpointTuple] = []
         for start in range(0, len(rows), _PAGE):
             page = rows[start : start + _PAGE]
             keys = [(r[0], r[1], r[2]) for r in page]
-            ((_, write_rows),) = await self._read_batch([q.select_writes(self.app_name, keys)])
+            ((_, write_rows),) = await self._fetch([q.select_writes(self.app_name, keys)])
             writes_by: dict[tuple[str, str, str], list[Any]] = {}
             for r in write_rows:
                 writes_by.setdefault((r[0], r[1], r[2]), []).append(r[3:])
@@ -479,7 +489,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         fetched = {tuple(b[:4]): b for b in prefetched}
         missing = sorted(wanted - fetched.keys())
         if missing:
-            ((_, more),) = await self._read_batch([q.select_blobs(self.app_name, missing)])
+            ((_, more),) = await self._fetch([q.select_blobs(self.app_name, missing)])
             fetched.update((tuple(b[:4]), b) for b in more)
         raw: dict[tuple[str, str, str, str], tuple[str, bytes | None]] = {}
 
@@ -543,7 +553,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 return delta.assemble(version, vtype, data, row)
             except delta.MissingBase as missing:
                 base = (thread, ns, ch, missing.version)
-                ((_, more),) = await self._read_batch([q.select_blobs(self.app_name, [base])])
+                ((_, more),) = await self._fetch([q.select_blobs(self.app_name, [base])])
                 if not more:
                     raise CheckpointCorruptError(
                         f"channel {ch!r} version {version!r} of thread {thread!r} is stored as a delta on version "

@@ -171,14 +171,15 @@ async def test_delta_channel_history_replays_writes_in_task_path_order(engine_db
 async def test_a_stale_guess_of_the_latest_checkpoint_still_reads_right(engine_db) -> None:
     """get_tuple prefetches the blobs of the checkpoint this saver saw last; another writer's newer one must win."""
     mine, other = OceanBaseSaver(database=engine_db), OceanBaseSaver(database=engine_db)
-    cp1 = generate_checkpoint(channel_values={"a": "one", "b": "kept"}, channel_versions={"a": "1", "b": "1"})
+    # lists, so the values are blobs (scalars ride in the checkpoint row: nothing to prefetch)
+    cp1 = generate_checkpoint(channel_values={"a": ["one"], "b": ["kept"]}, channel_versions={"a": "1", "b": "1"})
     first = await mine.aput(generate_config("t-guess"), cp1, generate_metadata(step=0), {"a": "1", "b": "1"})
     parent = dict(generate_config("t-guess")["configurable"], checkpoint_id=first["configurable"]["checkpoint_id"])
-    cp2 = generate_checkpoint(channel_values={"a": "two", "b": "kept"}, channel_versions={"a": "2", "b": "1"})
+    cp2 = generate_checkpoint(channel_values={"a": ["two"], "b": ["kept"]}, channel_versions={"a": "2", "b": "1"})
     await other.aput({"configurable": parent}, cp2, generate_metadata(step=1), {"a": "2"})
     got = await mine.aget_tuple(generate_config("t-guess"))
-    assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": "two", "b": "kept"}
-    assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": "one", "b": "kept"}
+    assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": ["two"], "b": ["kept"]}
+    assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": ["one"], "b": ["kept"]}
 
 
 async def test_reads_are_audited_when_sampled(engine_db) -> None:
@@ -191,3 +192,31 @@ async def test_reads_are_audited_when_sampled(engine_db) -> None:
                                  "AND user_id = 'erin' AND session_id = 't-read' AND row_count = 1")
     assert got == 1
     assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE operation = 'lg_list' AND row_count = 1") == 1
+
+
+
+async def test_the_saver_keeps_one_connection_and_survives_losing_it(engine_db, engine_migrated_url) -> None:
+    """On its own engine its calls reuse the last call's connection (``rawtx.ConnectionLease``); a killed one is replaced.
+
+    On a shared ``Database`` it keeps none (it may never be closed).
+    """
+    shared = OceanBaseSaver(database=engine_db)
+    await shared.aput(generate_config("t-lease-shared"), generate_checkpoint(), generate_metadata(), {})
+    assert shared._lease is None
+    saver = OceanBaseSaver(engine_migrated_url)
+    config = generate_config("t-lease")
+    stored = await saver.aput(config, generate_checkpoint(channel_values={"a": [1]}, channel_versions={"a": "1"}),
+                              generate_metadata(step=0), {"a": "1"})
+    pool = saver.database.engine.sync_engine.pool
+    assert pool.checkedout() == 1
+    kept = saver._lease._pooled.driver_connection.thread_id()
+    async with engine_db.engine.connect() as conn:  # kill the kept connection from another one
+        await conn.exec_driver_sql(f"KILL {kept}")
+    again = await saver.aput(stored, generate_checkpoint(channel_values={"a": [2]}, channel_versions={"a": "2"}),
+                             generate_metadata(step=1), {"a": "2"})
+    assert (await saver.aget_tuple(again)).checkpoint["channel_values"] == {"a": [2]}
+    assert (await saver.aget_tuple(stored)).checkpoint["channel_values"] == {"a": [1]}
+    assert saver._lease._pooled.driver_connection.thread_id() != kept
+    assert pool.checkedout() == 1
+    await saver.aclose()
+    assert pool.checkedout() == 0
