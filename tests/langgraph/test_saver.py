@@ -176,9 +176,12 @@ async def test_a_stale_guess_of_the_latest_checkpoint_still_reads_right(engine_d
     first = await mine.aput(generate_config("t-guess"), cp1, generate_metadata(step=0), {"a": "1", "b": "1"})
     parent = dict(generate_config("t-guess")["configurable"], checkpoint_id=first["configurable"]["checkpoint_id"])
     cp2 = generate_checkpoint(channel_values={"a": ["two"], "b": ["kept"]}, channel_versions={"a": "2", "b": "1"})
-    await other.aput({"configurable": parent}, cp2, generate_metadata(step=1), {"a": "2"})
-    got = await mine.aget_tuple(generate_config("t-guess"))
+    await mine.aput_writes(first, [("a", "on-first")], "task-1")
+    second = await other.aput({"configurable": parent}, cp2, generate_metadata(step=1), {"a": "2"})
+    await other.aput_writes(second, [("a", "on-second")], "task-2")
+    got = await mine.aget_tuple(generate_config("t-guess"))  # the writes are asked for by the guess's key, too
     assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": ["two"], "b": ["kept"]}
+    assert got.pending_writes == [("task-2", "a", "on-second")]
     assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": ["one"], "b": ["kept"]}
 
 
