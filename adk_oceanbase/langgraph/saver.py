@@ -1,8 +1,9 @@
 """``OceanBaseSaver``: LangGraph's ``BaseCheckpointSaver`` on OceanBase, seekdb and MySQL/MariaDB.
 
-The design is the Postgres saver's: a checkpoint row without its channel
-values, one blob per (channel, version) written only for the channels a step
-changed (``new_versions``), pending writes keyed by task.  What this adds:
+The design is the Postgres saver's: a checkpoint row holding the small
+scalar channel values (:func:`.codec.inline_values`) and no other, one blob
+per (channel, version) written only for the other channels a step changed
+(``new_versions``), pending writes keyed by task.  What this adds:
 the tables live in the ADK services' Alembic chain and can share their
 ``Database`` (one seekdb process, one pool), rows carry the thread's user so
 ``delete_user_data`` erases it, ``created_at`` is the database clock for
@@ -18,6 +19,14 @@ saver's own put or get of the thread (the blobs it names are fetched with them).
 For the same reason a list channel that grew by appending (a message list) is
 stored as the appended elements on its previous version (:mod:`.delta`), the
 checkpoint naming the versions a read must fetch with it.
+
+What a put costs on seekdb (2 vCPU, 2026-11-28): the server's share of its one
+packet is ~0.75-0.9 ms, about half of it the COMMIT; the client's, ~0.5 ms
+plus serializing the changed values (0.4 ms for 150 LangChain messages, the
+same for every saver).  So the client keeps to a minimum around the packet:
+scalars need no blob row, the audit row is driver text, and a saver on its
+own engine keeps the connection of its last call (:class:`adk_oceanbase.rawtx.ConnectionLease`,
+~75 us of pool checkout saved per call).
 """
 
 from __future__ import annotations
