@@ -107,8 +107,13 @@ def main() -> None:
     ap.add_argument("--text", choices=["filler", "words", "messages"], default="messages")
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--json", help="write the p50s, paired ratios and load here")
     args = ap.parse_args()
-    asyncio.run(run(args))
+    out = asyncio.run(run(args))
+    if args.json:
+        from _common import write_json
+
+        write_json(args.json, {**out, "old": args.old})
 
 
 if __name__ == "__main__":
