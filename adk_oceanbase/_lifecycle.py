@@ -41,7 +41,7 @@ from .errors import (
     is_rerunnable,
     typed_errors,
 )
-from .rawtx import RawTransaction
+from .rawtx import ConnectionLease, RawTransaction
 
 __all__ = ["DatabaseService", "adk_uri"]
 
@@ -126,10 +126,11 @@ class DatabaseService:
         await self._engine()
         return await gateway.read(self._db, work)
 
-    async def _read_batch(self, statements: Sequence[tuple[Any, Any]], *, rerun_codes: frozenset[int] = frozenset()) -> list[Any]:
+    async def _read_batch(self, statements: Sequence[tuple[Any, Any]], *, rerun_codes: frozenset[int] = frozenset(),
+                          lease: ConnectionLease | None = None) -> list[Any]:
         """Runs read-only ``statements`` in one round trip on the driver connection (:func:`.gateway.read_batch`)."""
         await self._engine()
-        return await gateway.read_batch(self._db, statements, rerun_codes=rerun_codes)
+        return await gateway.read_batch(self._db, statements, rerun_codes=rerun_codes, lease=lease)
 
     async def _rerunnable_tx(self, work: Callable[[AsyncConnection], Awaitable[T]]) -> T:
         """Runs ``work`` in one transaction, once more after a deadlock or a lost connection.
@@ -153,10 +154,10 @@ class DatabaseService:
             yield conn
 
     @asynccontextmanager
-    async def _raw_tx(self) -> AsyncIterator[RawTransaction]:
+    async def _raw_tx(self, lease: ConnectionLease | None = None) -> AsyncIterator[RawTransaction]:
         """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`)."""
         await self._engine()
-        async with gateway.raw(self._db) as tx:
+        async with gateway.raw(self._db, lease) as tx:
             yield tx
 
     async def _release(self) -> None:

@@ -21,7 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from .engine import Database
 from .errors import driver_error_code, is_connection_lost, typed_errors
-from .rawtx import COMMIT, RawTransaction, raw_transaction
+from .rawtx import COMMIT, ConnectionLease, RawTransaction, raw_transaction
 from .retry import retrying
 
 __all__ = ["connection", "raw", "read", "read_batch", "retrying", "transaction"]
@@ -51,10 +51,10 @@ async def connection(db: Database) -> AsyncIterator[AsyncConnection]:
 
 
 @asynccontextmanager
-async def raw(db: Database) -> AsyncIterator[RawTransaction]:
+async def raw(db: Database, lease: ConnectionLease | None = None) -> AsyncIterator[RawTransaction]:
     """One transaction on the driver connection, for the per-event hot paths (see :mod:`.rawtx`); errors typed."""
     await db.start()
-    async with raw_transaction(db.engine, batch=db.config.batch_statements, max_packet=db.max_packet) as tx:
+    async with raw_transaction(db.engine, batch=db.config.batch_statements, max_packet=db.max_packet, lease=lease) as tx:
         yield tx
 
 
@@ -76,7 +76,8 @@ async def read(db: Database, work: Callable[[AsyncConnection], Awaitable[T]]) ->
 
 
 async def read_batch(
-    db: Database, statements: Sequence[tuple[Any, Any]], *, rerun_codes: frozenset[int] = frozenset()
+    db: Database, statements: Sequence[tuple[Any, Any]], *, rerun_codes: frozenset[int] = frozenset(),
+    lease: ConnectionLease | None = None,
 ) -> list[Any]:
     """Runs read-only ``statements`` (and a COMMIT) in one round trip; returns each one's ``(count, rows)``.
 
@@ -91,7 +92,7 @@ async def read_batch(
     batch = [*statements, (COMMIT, None)]
 
     async def once() -> list[Any]:
-        async with raw(db) as tx:
+        async with raw(db, lease) as tx:
             return (await tx.batch(batch))[: len(statements)]
 
     def rerun(exc: BaseException) -> bool:  # typed errors keep the driver's as cause

@@ -24,7 +24,7 @@ async def two_threads(db, app="lgapp"):
     saver = OceanBaseSaver(database=db, app_name=app)
     for thread in ("old", "new"):
         cfg = {"configurable": {"thread_id": thread, "checkpoint_ns": "", "user_id": "bob"}}
-        cp = generate_checkpoint(channel_values={"a": thread}, channel_versions={"a": "1"})
+        cp = generate_checkpoint(channel_values={"a": [thread]}, channel_versions={"a": "1"})  # a list: a blob row
         stored = await saver.aput(cfg, cp, generate_metadata(source="input", step=-1), {"a": "1"})
         await saver.aput_writes({"configurable": {**cfg["configurable"], **stored["configurable"]}}, [("a", 1)], "t1")
         await saver.aput(cfg | {"configurable": {**cfg["configurable"], **stored["configurable"]}},

@@ -44,17 +44,17 @@ async def test_blobs_are_written_once_per_channel_version(engine_db) -> None:
     saver = OceanBaseSaver(database=engine_db)
     config = generate_config("t-blobs")
     big = {"messages": ["m"] * 50}
-    last = await put_chain(
+    last = await put_chain(  # "a" is a list: scalars ride in the checkpoint row (test_saver_inline.py)
         saver, config,
-        [{"a": 1, "big": big}, {"a": 2, "big": big}, {"a": 3, "big": big}],
+        [{"a": [1], "big": big}, {"a": [2], "big": big}, {"a": [3], "big": big}],
         [{"a": "1", "big": "1"}, {"a": "2"}, {"a": "3"}],
     )
     rows = await count(engine_db, "SELECT COUNT(*) FROM lg_checkpoint_blobs WHERE thread_id = 't-blobs'")
     assert rows == 4  # a at 3 versions, big once
     got = await saver.aget_tuple(last)
-    assert got.checkpoint["channel_values"] == {"a": 3, "big": big}
+    assert got.checkpoint["channel_values"] == {"a": [3], "big": big}
     first = [t async for t in saver.alist(config)][-1]
-    assert first.checkpoint["channel_values"] == {"a": 1, "big": big}
+    assert first.checkpoint["channel_values"] == {"a": [1], "big": big}
 
 
 async def test_list_filters_metadata_in_sql(engine_db) -> None:
@@ -140,7 +140,7 @@ async def test_redaction_policy_covers_channel_values_and_writes(engine_db) -> N
 async def test_writes_are_audited_and_a_users_threads_are_erased(engine_db) -> None:
     saver = OceanBaseSaver(database=engine_db, app_name="lgapp", audit=AuditSettings())
     mine = {"configurable": {"thread_id": "t-user", "checkpoint_ns": "", "user_id": "alice"}}
-    cp = generate_checkpoint(channel_values={"a": 1}, channel_versions={"a": "1"})
+    cp = generate_checkpoint(channel_values={"a": [1]}, channel_versions={"a": "1"})  # a list: a blob row
     stored = await saver.aput(mine, cp, generate_metadata(), {"a": "1"})
     await saver.aput_writes({"configurable": {**mine["configurable"], **stored["configurable"]}}, [("a", 2)], "task-u")
     other = await saver.aput(generate_config("t-nobody"), generate_checkpoint(), generate_metadata(), {})
@@ -171,14 +171,18 @@ async def test_delta_channel_history_replays_writes_in_task_path_order(engine_db
 async def test_a_stale_guess_of_the_latest_checkpoint_still_reads_right(engine_db) -> None:
     """get_tuple prefetches the blobs of the checkpoint this saver saw last; another writer's newer one must win."""
     mine, other = OceanBaseSaver(database=engine_db), OceanBaseSaver(database=engine_db)
-    cp1 = generate_checkpoint(channel_values={"a": "one", "b": "kept"}, channel_versions={"a": "1", "b": "1"})
+    # lists, so the values are blobs (scalars ride in the checkpoint row: nothing to prefetch)
+    cp1 = generate_checkpoint(channel_values={"a": ["one"], "b": ["kept"]}, channel_versions={"a": "1", "b": "1"})
     first = await mine.aput(generate_config("t-guess"), cp1, generate_metadata(step=0), {"a": "1", "b": "1"})
     parent = dict(generate_config("t-guess")["configurable"], checkpoint_id=first["configurable"]["checkpoint_id"])
-    cp2 = generate_checkpoint(channel_values={"a": "two", "b": "kept"}, channel_versions={"a": "2", "b": "1"})
-    await other.aput({"configurable": parent}, cp2, generate_metadata(step=1), {"a": "2"})
-    got = await mine.aget_tuple(generate_config("t-guess"))
-    assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": "two", "b": "kept"}
-    assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": "one", "b": "kept"}
+    cp2 = generate_checkpoint(channel_values={"a": ["two"], "b": ["kept"]}, channel_versions={"a": "2", "b": "1"})
+    await mine.aput_writes(first, [("a", "on-first")], "task-1")
+    second = await other.aput({"configurable": parent}, cp2, generate_metadata(step=1), {"a": "2"})
+    await other.aput_writes(second, [("a", "on-second")], "task-2")
+    got = await mine.aget_tuple(generate_config("t-guess"))  # the writes are asked for by the guess's key, too
+    assert got.checkpoint["id"] == cp2["id"] and got.checkpoint["channel_values"] == {"a": ["two"], "b": ["kept"]}
+    assert got.pending_writes == [("task-2", "a", "on-second")]
+    assert (await mine.aget_tuple(first)).checkpoint["channel_values"] == {"a": ["one"], "b": ["kept"]}
 
 
 async def test_reads_are_audited_when_sampled(engine_db) -> None:
@@ -191,3 +195,31 @@ async def test_reads_are_audited_when_sampled(engine_db) -> None:
                                  "AND user_id = 'erin' AND session_id = 't-read' AND row_count = 1")
     assert got == 1
     assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE operation = 'lg_list' AND row_count = 1") == 1
+
+
+
+async def test_the_saver_keeps_one_connection_and_survives_losing_it(engine_db, engine_migrated_url) -> None:
+    """On its own engine its calls reuse the last call's connection (``rawtx.ConnectionLease``); a killed one is replaced.
+
+    On a shared ``Database`` it keeps none (it may never be closed).
+    """
+    shared = OceanBaseSaver(database=engine_db)
+    await shared.aput(generate_config("t-lease-shared"), generate_checkpoint(), generate_metadata(), {})
+    assert shared._lease is None
+    saver = OceanBaseSaver(engine_migrated_url)
+    config = generate_config("t-lease")
+    stored = await saver.aput(config, generate_checkpoint(channel_values={"a": [1]}, channel_versions={"a": "1"}),
+                              generate_metadata(step=0), {"a": "1"})
+    pool = saver.database.engine.sync_engine.pool
+    assert pool.checkedout() == 1
+    kept = saver._lease._pooled.driver_connection.thread_id()
+    async with engine_db.engine.connect() as conn:  # kill the kept connection from another one
+        await conn.exec_driver_sql(f"KILL {kept}")
+    again = await saver.aput(stored, generate_checkpoint(channel_values={"a": [2]}, channel_versions={"a": "2"}),
+                             generate_metadata(step=1), {"a": "2"})
+    assert (await saver.aget_tuple(again)).checkpoint["channel_values"] == {"a": [2]}
+    assert (await saver.aget_tuple(stored)).checkpoint["channel_values"] == {"a": [1]}
+    assert saver._lease._pooled.driver_connection.thread_id() != kept
+    assert pool.checkedout() == 1
+    await saver.aclose()
+    assert pool.checkedout() == 0

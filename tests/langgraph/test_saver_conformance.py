@@ -17,10 +17,20 @@ from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES  # no
 from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
 
 
-async def test_conformance_passes_every_capability(engine_db) -> None:
+@pytest.mark.parametrize("own", [False, True], ids=["shared-database", "own-engine"])
+async def test_conformance_passes_every_capability(engine_db, engine_migrated_url, own) -> None:
+    """On a shared ``Database``, and on the saver's own engine (which keeps its last connection: ``rawtx.ConnectionLease``)."""
+
     @checkpointer_test(name=f"OceanBaseSaver[{engine_db.dialect.name}]")
     async def saver():
-        yield OceanBaseSaver(database=engine_db)
+        if not own:
+            yield OceanBaseSaver(database=engine_db)
+            return
+        mine = OceanBaseSaver(engine_migrated_url)
+        try:
+            yield mine
+        finally:
+            await mine.aclose()
 
     report = await validate(saver)
     failures = {cap: r.failures for cap, r in report.results.items() if r.passed is not True}
