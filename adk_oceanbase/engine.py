@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from .config import Config
 from .dialects import EngineDialect, dialect_for
 from .embedded import EmbeddedSeekdb, embedded_connector, embedded_log_statements, watch_embedded
+from .rawtx import closed_by_server
 from .errors import UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
 from .retry import retrying
 
@@ -171,7 +172,7 @@ class Database:
 
         A pooled connection the server closed while it sat idle (restart,
         ``KILL``, idle timeout) is replaced at checkout instead of failing its
-        next statement with 2013 (see :func:`_closed_by_server`).
+        next statement with 2013 (see :func:`.rawtx.closed_by_server`).
         """
         statements = self.dialect.init_statements(self.config.query_timeout_s)
         engine = self._engine
@@ -188,7 +189,7 @@ class Database:
 
         @event.listens_for(engine.sync_engine, "checkout")
         def _on_checkout(dbapi_conn: Any, _record: Any, _proxy: Any) -> None:
-            if _closed_by_server(dbapi_conn):
+            if closed_by_server(dbapi_conn):
                 raise DisconnectionError("the server closed this pooled connection")  # the pool connects anew
 
     async def close(self) -> None:
@@ -210,20 +211,6 @@ class Database:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
-
-
-def _closed_by_server(dbapi_conn: Any) -> bool:
-    """True when the server has closed an idle pooled connection; costs no round trip.
-
-    The server's FIN (or RST) reaches the aiomysql connection's stream reader
-    as end-of-file (or an error) while the connection sits in the pool, so
-    checkout can look at that flag instead of pinging: a pre-ping is one more
-    round trip on every checkout of the append hot path.  What this misses (a
-    close racing the checkout, a silent network) fails the first statement
-    instead; reads are then re-run on a fresh connection (``DatabaseService._read``).
-    """
-    reader = getattr(getattr(dbapi_conn, "driver_connection", None), "_reader", None)
-    return reader is not None and (reader.at_eof() or reader.exception() is not None)
 
 
 def _safe_reason(exc: BaseException) -> str:

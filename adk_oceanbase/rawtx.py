@@ -38,7 +38,7 @@ from sqlalchemy.util.concurrency import greenlet_spawn
 
 from .errors import CLIENT_ERRORS_FROM, PacketTooLargeError, is_connection_lost, typed_errors
 
-__all__ = ["COMMIT", "ConnectionLease", "RawTransaction", "Result", "raw_transaction"]
+__all__ = ["COMMIT", "ConnectionLease", "closed_by_server", "RawTransaction", "Result", "raw_transaction"]
 
 COMMIT = "COMMIT"
 """Ends a :meth:`RawTransaction.batch`: the batch then commits in the same round trip."""
@@ -177,6 +177,20 @@ _PACKET_OVERHEAD = 1024
 """Bytes of ``max_allowed_packet`` kept for the command byte and the protocol's framing."""
 
 
+def closed_by_server(dbapi_conn: Any) -> bool:
+    """True when the server has closed an idle pooled connection; costs no round trip.
+
+    The server's FIN (or RST) reaches the aiomysql connection's stream reader
+    as end-of-file (or an error) while the connection sits in the pool, so
+    checkout can look at that flag instead of pinging: a pre-ping is one more
+    round trip on every checkout of the append hot path.  What this misses (a
+    close racing the checkout, a silent network) fails the first statement
+    instead; reads are then re-run on a fresh connection (``DatabaseService._read``).
+    """
+    reader = getattr(getattr(dbapi_conn, "driver_connection", None), "_reader", None)
+    return reader is not None and (reader.at_eof() or reader.exception() is not None)
+
+
 class ConnectionLease:
     """One pooled connection kept checked out between the transactions of one owner, on one event loop.
 
@@ -206,10 +220,8 @@ class ConnectionLease:
         pooled = self._pooled
         if pooled is None or self._busy:
             return None
-        driver = pooled.driver_connection
-        reader = getattr(driver, "_reader", None)
         stale = 0 <= self.recycle_s < time.monotonic() - self._since or engine is not self._engine
-        if driver is None or reader is None or reader.at_eof() or reader.exception() is not None or stale:
+        if pooled.driver_connection is None or closed_by_server(pooled) or stale:
             self._pooled = None  # the server closed it (or it is due for recycling): back to the pool
             return _Returning(pooled)
         self._busy = True
