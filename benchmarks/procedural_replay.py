@@ -35,7 +35,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import TUNE_SEEDS, add_drift, build, choose  # noqa: E402
+from _procedural_env import TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
 
 from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
 from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
@@ -46,8 +46,11 @@ WARMUP, FOLLOW = 30, 0.5  # as procedural.py
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000) -> dict:
-    env = build(seed)
+def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000,
+           recall_mode: str = "scenarios", wordings=None) -> dict:
+    import numpy as np
+
+    env = build(seed, wordings)
     drift = add_drift(env) if condition == "drift" else None
     app = f"proc_{condition}_ours"
     noise = 0.2 if condition == "noise" else 0.0
@@ -57,6 +60,7 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     g = sc.Grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
                     agreement=settings.merge_agreement)
     runs: list[dict] = []  # oldest first: scenario, path, outcome, tools, task
+    vecs = np.zeros((sessions, 384), dtype=np.float32)
     seen: Counter = Counter()
     rows, trace, wordings = [], [], []
     drift_at = (sessions // len(env.scenarios)) // 2
@@ -68,8 +72,28 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
                 path.p = p
         text = env.request(task)
         vec = embed(text)
-        targets = sc.near(vec, list(g.known.values()), pool)
-        recall = _recall(targets, runs, settings) if targets else Recall(None, 0.0, [], [])
+        if recall_mode == "scenarios":
+            targets = sc.near(vec, list(g.known.values()), pool)
+            recall = _recall(targets, runs, settings) if targets else Recall(None, 0.0, [], [])
+        else:
+            kind, _, kk = recall_mode.partition(":")
+            near_idx = sc.nearest_runs(vec, vecs[: len(runs)], int(kk), pool)
+            chosen = [runs[i] for i in near_idx]
+            if not chosen:
+                recall = Recall(None, 0.0, [], [])
+            elif kind == "runs":
+                votes = Counter(r["scenario"] for r in chosen)
+                ids = [s for s, _ in votes.most_common()]
+                recall = _recall([(i, 1.0) for i in ids], runs, settings, only=sorted(near_idx))
+            elif kind == "pool":  # every scenario with a vote, most votes first
+                votes = Counter(r["scenario"] for r in chosen)
+                recall = _recall([(s, 1.0) for s, _ in votes.most_common()], runs, settings)
+            elif kind == "half":  # scenarios with at least a third of the votes
+                votes = Counter(r["scenario"] for r in chosen)
+                recall = _recall([(s, 1.0) for s, n in votes.most_common() if n * 3 >= len(chosen)], runs, settings)
+            else:  # vote
+                votes = Counter(r["scenario"] for r in chosen)
+                recall = _recall([(votes.most_common(1)[0][0], 1.0)], runs, settings)
         index, recommended = choose(recall, task, env.rng, FOLLOW)
         path = task.paths[index]
         ok, _failed_at = env.attempt(path)
@@ -80,8 +104,9 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
             for r in runs:
                 if r["scenario"] == src:
                     r["scenario"] = dst
+        vecs[len(runs)] = vec
         runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k})
-        rows.append((task.name, seen[task.name], ok, len(path.tools)))
+        rows.append((task.name, seen[task.name], ok, len(path.tools), path.p, task.paths[task.best].p))
         if drift is task and seen[task.name] > drift_at:
             trace.append(tuple(recommended) == task.paths[task.best].tools if recommended else False)
             wordings.append(next(i for i, w in enumerate(task.wordings) if _matches(w, text)))
@@ -89,7 +114,10 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     after = [r for r in rows if r[1] > WARMUP]
     out = {"condition": condition, "seed": seed, "merge_agreement": settings.merge_agreement,
            "success_rate": solved / len(rows), "success_after_warmup": sum(1 for r in after if r[2]) / len(after),
-           "calls_per_solved": sum(r[3] for r in rows) / max(solved, 1)}
+           "calls_per_solved": sum(r[3] for r in rows) / max(solved, 1),
+           # the chosen paths' hidden probabilities: the same comparison with the outcome draws' noise taken out
+           "expected_after_warmup": sum(r[4] for r in after) / len(after),
+           "oracle_expected_after_warmup": sum(r[5] for r in after) / len(after)}
     groups: dict[str, list[str]] = defaultdict(list)
     homes: dict[str, set] = defaultdict(set)
     for r in runs:
@@ -104,12 +132,16 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     return out
 
 
-def _recall(targets, runs: list[dict], settings: ProceduralSettings) -> Recall:
+def _recall(targets, runs: list[dict], settings: ProceduralSettings, only=None) -> Recall:
     """What ``ProcedureStore.recall_procedures`` reads for the pooled scenarios, built from the runs in memory."""
     ids = {t[0] for t in targets}
     mine = [r for r in runs if r["scenario"] in ids]
+    if only is not None:
+        stats_runs, mine = mine, [runs[i] for i in only]
+    else:
+        stats_runs = mine
     stats: dict[tuple, dict] = {}
-    for r in mine:
+    for r in stats_runs:
         row = stats.setdefault((r["scenario"], r["path"]), {
             "path_hash": r["path"], "successes": 0, "failures": 0, "unknowns": 0, "iterations_sum": 0,
             "tool_calls_sum": 0, "tainted": 0, "last_seen": T0,
@@ -133,13 +165,20 @@ def main() -> None:
     from adk_oceanbase.memory.embedding import SentenceTransformerEmbedder, normalize_rows
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", default="7", help="seeds, comma-separated")
     parser.add_argument("--runs", default="clean,drift")
-    parser.add_argument("--agreement", default="none,0.5", help="ProceduralSettings.merge_agreement values")
+    parser.add_argument("--agreement", default="0.5", help="ProceduralSettings.merge_agreement values")
+    parser.add_argument("--recall", default="scenarios", help="scenarios, runs:K or vote:K, comma-separated")
+    parser.add_argument("--split", choices=["test", "tune"], default="test",
+                        help="tune: TUNE_WORDINGS on TUNE_SEEDS (choosing knobs); test: WORDINGS on other seeds")
+    parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    if args.seed in TUNE_SEEDS:
-        parser.error(f"seed {args.seed} is a tune seed ({TUNE_SEEDS}): report on others")
+    seeds = [int(x) for x in args.seed.split(",")]
+    for seed in seeds:
+        if (seed in TUNE_SEEDS) != (args.split == "tune"):
+            parser.error(f"seed {seed}: the tune split runs on {TUNE_SEEDS} only, the test split never on them")
+    wordings = TUNE_WORDINGS if args.split == "tune" else None
     model = SentenceTransformerEmbedder()
     cache: dict[str, np.ndarray] = {}
 
@@ -151,9 +190,14 @@ def main() -> None:
     results = []
     for condition in args.runs.split(","):
         for a in args.agreement.split(","):
-            r = replay(embed, condition, args.seed, ProceduralSettings(merge_agreement=None if a == "none" else float(a)))
-            results.append(r)
-            print(json.dumps(r), flush=True)
+            for mode in args.recall.split(","):
+                for seed in seeds:
+                    r = replay(embed, condition, seed, ProceduralSettings(merge_agreement=None if a == "none" else float(a)),
+                               recall_mode=mode, wordings=wordings,
+                               sessions=args.sessions or 50 * len(wordings or WORDINGS))
+                    r["recall"] = mode
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps({"results": results}, indent=1))
 

@@ -201,3 +201,15 @@ class Grouping:
 
 def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
+
+
+def nearest_runs(vec: np.ndarray, vectors: np.ndarray, k: int, floor: float) -> list[int]:
+    """Rows of ``vectors`` (unit request vectors of stored runs) nearest the unit vector ``vec``:
+    at most ``k``, each at cosine ``floor`` or more, nearest first."""
+    if k <= 0 or len(vectors) == 0:
+        return []
+    scores = vectors @ vec.astype(np.float32)
+    keep = np.flatnonzero(scores >= floor)
+    if len(keep) > k:
+        keep = keep[np.argpartition(-scores[keep], k - 1)[:k]]
+    return [int(i) for i in keep[np.argsort(-scores[keep], kind="stable")]]
