@@ -35,6 +35,7 @@ __all__ = [
     "lock_run",
     "lock_scenario",
     "recent_outcomes",
+    "run_vectors",
     "scenarios_of",
     "stats_of",
     "success_iterations",
@@ -193,6 +194,16 @@ def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -
     return (
         select(runs.c.path_hash, runs.c.outcome)
         .where(_scenario_runs(app, user, scenarios), runs.c.outcome.in_(("success", "failure")))
+        .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
+        .limit(limit)
+    )
+
+
+def run_vectors(app: str, user: str, limit: int) -> Select:
+    """The scope's newest counted runs with a request vector, newest first: the runs recall votes with."""
+    return (
+        select(runs.c.scenario_id, runs.c.request_vector)
+        .where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.counted == 1, runs.c.request_vector.is_not(None))
         .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
         .limit(limit)
     )

@@ -57,6 +57,23 @@ class ProceduralSettings:
     """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
     pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
 
+    recall_neighbours: int | None = 10
+    """Recall picks the scenario by the runs nearest the request, not by the nearest centroid: the
+    scenario most of the ``recall_neighbours`` stored runs whose request vectors are nearest (cosine at
+    least ``pool_similarity`` or ``similarity``) belong to, ties to the nearest run's.  A wording that
+    sits nearer another task's centroid than its own (MiniLM: "I want a refund for order N" at 0.73-0.87
+    to an invoice centroid, 0.62-0.72 to its own) still finds its own earlier runs first, and recall
+    ranks that scenario's paths only, not a pool where another task's best path tops the list
+    (benchmarks/README.md, session 18).  10 was chosen on the tune split only (``benchmarks/procedural_replay.py
+    --split tune``: the drifted task followed after 13, 10, 8 sessions against never, 25, never with the
+    centroid pool; 15-20 neighbours: 19, 10, 8).  The newest ``neighbour_window`` runs of the scope are
+    scored; a request none of them is near falls back to the centroids.  ``None``: pool the scenarios
+    whose centroids are near (the rule before)."""
+
+    neighbour_window: int = 1000
+    """How many of the scope's newest runs recall scores for ``recall_neighbours`` (their vectors are read
+    and scored in the process: 2 KB each, on every engine)."""
+
     half_life: float | None = 12.0
     """Recency weighting: an outcome counts half once this many newer known outcomes of its scenario
     (any path) were recorded, a quarter after twice as many.  Ages run on the scenario's clock, not the
@@ -96,7 +113,11 @@ class ProceduralSettings:
             raise ConfigurationError("ProceduralSettings.merge_overlap must be in (0, 1]")
         if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.pool_similarity must be in (0, 1] or None")
-        for name in ("recent_window", "min_samples"):
+        if self.recall_neighbours is not None and (isinstance(self.recall_neighbours, bool)
+                                                   or not isinstance(self.recall_neighbours, int)
+                                                   or self.recall_neighbours < 1):
+            raise ConfigurationError("ProceduralSettings.recall_neighbours must be a positive integer or None")
+        for name in ("recent_window", "min_samples", "neighbour_window"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")
