@@ -8,7 +8,9 @@ agent's ``choose``, the attempt, the noise draw, in that order), MiniLM
 vectors, :class:`~adk_oceanbase.procedural.scenarios.Grouping` deciding
 joins and merges as the store does under its scope lock, and
 :func:`~adk_oceanbase.procedural.recall.build_recall` over the runs of the
-scenarios recall pools (``near``, the newest known outcomes first).  What it
+scenario recall picks (``vote`` of the nearest runs, else the centroids ``near``;
+the newest known outcomes first).  ``--split tune`` runs it on ``TUNE_WORDINGS``
+and tune-only seeds (never 7, 11, 13): how ``recall_neighbours`` was chosen.  What it
 leaves out is what the database adds: float32 vector sums (a cosine at a
 threshold's edge can fall the other way), timestamps, the audit log.  So it
 is a diagnosis tool (compare two settings on one seed, same draws); the
