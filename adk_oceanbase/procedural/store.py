@@ -347,9 +347,9 @@ class ProcedureStore(DatabaseService):
         floor = self.settings.similarity if self.settings.pool_similarity is None else self.settings.pool_similarity
         k = self.settings.recall_neighbours
         if k is not None:
-            rows = (await conn.execute(q.run_vectors(app, scope, self.settings.neighbour_window))).all()
-            decoded = [(r.scenario_id, decode_vector(r.request_vector)) for r in rows]
-            decoded = [(s, v) for s, v in decoded if v is not None and v.shape == vec.shape]  # another model's: not comparable
+            stmt = q.run_vectors(app, scope, self.settings.neighbour_window, self._embedder.model_name)
+            decoded = [(r.scenario_id, decode_vector(r.request_vector)) for r in (await conn.execute(stmt)).all()]
+            decoded = [(s, v) for s, v in decoded if v is not None and v.shape == vec.shape]
             if decoded:
                 winner, cosine = sc.vote(vec, [s for s, _ in decoded], np.stack([v for _, v in decoded]), k, floor)
                 if winner is not None:

@@ -34,6 +34,10 @@ class FixedEmbedder:
         return out / np.linalg.norm(out, axis=1, keepdims=True)
 
 
+class OtherModel(FixedEmbedder):
+    model_name = "other-3"
+
+
 def store(db, **settings) -> ProcedureStore:
     return ProcedureStore(database=db, embedder=FixedEmbedder(), settings=ProceduralSettings(**settings))
 
@@ -74,6 +78,9 @@ async def test_votes_read_the_stored_runs_erasure_and_the_centroid_fallback(pdb)
     assert every(hit) == {"refund_tool", "odd_tool"}  # one scenario (joined at 0.62): the vote names it
     # no run within the similarity floor: nothing to vote with, and no centroid near either
     assert (await ps.recall_procedures("shop", "elsewhere")).scenario_id is None
+    # another embedding model's vectors never vote, even at the same dimension
+    other = ProcedureStore(database=pdb, embedder=OtherModel(), settings=ProceduralSettings(recall_neighbours=3))
+    assert (await other.recall_procedures("shop", REFUND_ODD)).scenario_id is None
     await delete_user_data(pdb, "shop", "bob")
     assert every(await ps.recall_procedures("shop", REFUND_ODD, top_k=5)) == {"refund_tool"}
     assert await rows(pdb, "SELECT COUNT(*) FROM procedure_runs") == [(1,)]
