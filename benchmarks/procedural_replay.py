@@ -8,7 +8,9 @@ agent's ``choose``, the attempt, the noise draw, in that order), MiniLM
 vectors, :class:`~adk_oceanbase.procedural.scenarios.Grouping` deciding
 joins and merges as the store does under its scope lock, and
 :func:`~adk_oceanbase.procedural.recall.build_recall` over the runs of the
-scenarios recall pools (``near``, the newest known outcomes first).  What it
+scenario recall picks (``vote`` of the nearest runs, else the centroids ``near``;
+the newest known outcomes first).  ``--split tune`` runs it on ``TUNE_WORDINGS``
+and tune-only seeds (never 7, 11, 13): how ``recall_neighbours`` was chosen.  What it
 leaves out is what the database adds: float32 vector sums (a cosine at a
 threshold's edge can fall the other way), timestamps, the audit log.  So it
 is a diagnosis tool (compare two settings on one seed, same draws); the
@@ -16,7 +18,8 @@ numbers procedural.py reports come from procedural.py.
 
 Usage::
 
-    python benchmarks/procedural_replay.py --seed 7 [--runs clean,drift] [--agreement none,0.5]
+    python benchmarks/procedural_replay.py --seed 7 [--runs clean,drift] [--agreement none,0.5] [--recall vote:10,scenarios]
+    python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --recall scenarios,vote:5,vote:10   # choosing knobs
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import TUNE_SEEDS, add_drift, build, choose  # noqa: E402
+from _procedural_env import TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
 
 from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
 from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
@@ -43,11 +46,14 @@ from adk_oceanbase.procedural.extraction import path_hash  # noqa: E402
 from adk_oceanbase.procedural.recall import Recall, build_recall  # noqa: E402
 
 WARMUP, FOLLOW = 30, 0.5  # as procedural.py
+REPORTED_SEEDS = (7, 11, 13)  # the test seeds benchmarks/README.md reports: the tune split never runs on them
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000) -> dict:
-    env = build(seed)
+def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000, wordings=None) -> dict:
+    import numpy as np
+
+    env = build(seed, wordings)
     drift = add_drift(env) if condition == "drift" else None
     app = f"proc_{condition}_ours"
     noise = 0.2 if condition == "noise" else 0.0
@@ -57,6 +63,7 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     g = sc.Grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
                     agreement=settings.merge_agreement)
     runs: list[dict] = []  # oldest first: scenario, path, outcome, tools, task
+    vecs = np.zeros((sessions, 384), dtype=np.float32)
     seen: Counter = Counter()
     rows, trace, wordings = [], [], []
     drift_at = (sessions // len(env.scenarios)) // 2
@@ -68,8 +75,7 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
                 path.p = p
         text = env.request(task)
         vec = embed(text)
-        targets = sc.near(vec, list(g.known.values()), pool)
-        recall = _recall(targets, runs, settings) if targets else Recall(None, 0.0, [], [])
+        recall = _recall(_targets(vec, g, runs, vecs, settings, pool), runs, settings)
         index, recommended = choose(recall, task, env.rng, FOLLOW)
         path = task.paths[index]
         ok, _failed_at = env.attempt(path)
@@ -80,8 +86,9 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
             for r in runs:
                 if r["scenario"] == src:
                     r["scenario"] = dst
+        vecs[len(runs)] = vec
         runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k})
-        rows.append((task.name, seen[task.name], ok, len(path.tools)))
+        rows.append((task.name, seen[task.name], ok, len(path.tools), path.p, task.paths[task.best].p))
         if drift is task and seen[task.name] > drift_at:
             trace.append(tuple(recommended) == task.paths[task.best].tools if recommended else False)
             wordings.append(next(i for i, w in enumerate(task.wordings) if _matches(w, text)))
@@ -89,7 +96,10 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     after = [r for r in rows if r[1] > WARMUP]
     out = {"condition": condition, "seed": seed, "merge_agreement": settings.merge_agreement,
            "success_rate": solved / len(rows), "success_after_warmup": sum(1 for r in after if r[2]) / len(after),
-           "calls_per_solved": sum(r[3] for r in rows) / max(solved, 1)}
+           "calls_per_solved": sum(r[3] for r in rows) / max(solved, 1),
+           # the chosen paths' hidden probabilities: the same comparison with the outcome draws' noise taken out
+           "expected_after_warmup": sum(r[4] for r in after) / len(after),
+           "oracle_expected_after_warmup": sum(r[5] for r in after) / len(after)}
     groups: dict[str, list[str]] = defaultdict(list)
     homes: dict[str, set] = defaultdict(set)
     for r in runs:
@@ -104,8 +114,21 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     return out
 
 
+def _targets(vec, g: sc.Grouping, runs: list[dict], vecs, settings: ProceduralSettings, pool: float) -> list:
+    """``ProcedureStore._targets`` on the runs in memory: the vote of the runs nearest the request (the
+    newest ``neighbour_window``, newest first as the store reads them), else the centroids near it."""
+    if settings.recall_neighbours is not None and runs:
+        newest = list(range(len(runs) - 1, max(len(runs) - settings.neighbour_window, 0) - 1, -1))
+        winner, cosine = sc.vote(vec, [runs[i]["scenario"] for i in newest], vecs[newest], settings.recall_neighbours, pool)
+        if winner is not None:
+            return [(winner, cosine)]
+    return sc.near(vec, list(g.known.values()), pool)
+
+
 def _recall(targets, runs: list[dict], settings: ProceduralSettings) -> Recall:
     """What ``ProcedureStore.recall_procedures`` reads for the pooled scenarios, built from the runs in memory."""
+    if not targets:
+        return Recall(None, 0.0, [], [])
     ids = {t[0] for t in targets}
     mine = [r for r in runs if r["scenario"] in ids]
     stats: dict[tuple, dict] = {}
@@ -133,13 +156,23 @@ def main() -> None:
     from adk_oceanbase.memory.embedding import SentenceTransformerEmbedder, normalize_rows
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--seed", default="7", help="seeds, comma-separated")
     parser.add_argument("--runs", default="clean,drift")
-    parser.add_argument("--agreement", default="none,0.5", help="ProceduralSettings.merge_agreement values")
+    parser.add_argument("--agreement", default="0.5", help="ProceduralSettings.merge_agreement values")
+    parser.add_argument("--recall", default="vote:10",
+                        help="ProceduralSettings.recall_neighbours as vote:K, or 'scenarios' (None), comma-separated")
+    parser.add_argument("--split", choices=["test", "tune"], default="test",
+                        help="tune: TUNE_WORDINGS on TUNE_SEEDS (choosing knobs); test: WORDINGS on other seeds")
+    parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
-    if args.seed in TUNE_SEEDS:
-        parser.error(f"seed {args.seed} is a tune seed ({TUNE_SEEDS}): report on others")
+    seeds = [int(x) for x in args.seed.split(",")]
+    for seed in seeds:
+        if args.split == "test" and seed in TUNE_SEEDS:
+            parser.error(f"seed {seed} is a tune seed ({TUNE_SEEDS}): report on others")
+        if args.split == "tune" and seed in REPORTED_SEEDS:
+            parser.error(f"seed {seed} is a reported seed ({REPORTED_SEEDS}): never tune on it")
+    wordings = TUNE_WORDINGS if args.split == "tune" else None
     model = SentenceTransformerEmbedder()
     cache: dict[str, np.ndarray] = {}
 
@@ -151,9 +184,15 @@ def main() -> None:
     results = []
     for condition in args.runs.split(","):
         for a in args.agreement.split(","):
-            r = replay(embed, condition, args.seed, ProceduralSettings(merge_agreement=None if a == "none" else float(a)))
-            results.append(r)
-            print(json.dumps(r), flush=True)
+            for mode in args.recall.split(","):
+                for seed in seeds:
+                    settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
+                                                  recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]))
+                    r = replay(embed, condition, seed, settings, wordings=wordings,
+                               sessions=args.sessions or 50 * len(wordings or WORDINGS))
+                    r["recall"] = mode
+                    results.append(r)
+                    print(json.dumps(r), flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps({"results": results}, indent=1))
 

@@ -35,6 +35,7 @@ __all__ = [
     "lock_run",
     "lock_scenario",
     "recent_outcomes",
+    "run_vectors",
     "scenarios_of",
     "stats_of",
     "success_iterations",
@@ -193,6 +194,21 @@ def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -
     return (
         select(runs.c.path_hash, runs.c.outcome)
         .where(_scenario_runs(app, user, scenarios), runs.c.outcome.in_(("success", "failure")))
+        .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
+        .limit(limit)
+    )
+
+
+def run_vectors(app: str, user: str, limit: int, model: str) -> Select:
+    """The scope's newest counted runs with a request vector of embedding ``model``, newest first: the runs
+    recall votes with.  A run's model is its scenario's (vectors of another model are not comparable,
+    even at the same dimension)."""
+    return (
+        select(runs.c.scenario_id, runs.c.request_vector)
+        .join(scen, and_(scen.c.app_name == runs.c.app_name, scen.c.user_id == runs.c.scope_user,
+                         scen.c.scenario_id == runs.c.scenario_id))
+        .where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.counted == 1, runs.c.request_vector.is_not(None),
+               (scen.c.embedding_model.is_(None)) | (scen.c.embedding_model == model))
         .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
         .limit(limit)
     )

@@ -24,6 +24,7 @@ The request text itself is never stored: only its hash and its vector.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -31,7 +32,8 @@ import numpy as np
 
 from .stats import decode_vector
 
-__all__ = ["HEADER_ID", "Centroid", "Grouping", "centroids", "label_id", "near", "nearest", "new_id", "request_hash"]
+__all__ = ["HEADER_ID", "Centroid", "Grouping", "centroids", "label_id", "near", "nearest", "nearest_runs", "new_id", "request_hash",
+           "vote"]
 
 HEADER_ID = ""
 """The scenario id of a scope's header row: the lock every procedural write of the scope takes first."""
@@ -201,3 +203,41 @@ class Grouping:
 
 def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
+
+
+
+def nearest_runs(vec: np.ndarray, vectors: np.ndarray, k: int, floor: float) -> list[int]:
+    """Rows of ``vectors`` (unit request vectors of stored runs) nearest the unit vector ``vec``:
+    at most ``k``, each at cosine ``floor`` or more, nearest first (ties: the earlier row)."""
+    if k <= 0 or len(vectors) == 0:
+        return []
+    scores = vectors @ vec.astype(np.float32)
+    keep = np.flatnonzero(scores >= floor)
+    order = keep[np.argsort(-scores[keep], kind="stable")][:k]
+    return [int(i) for i in order]
+
+
+def vote(
+    vec: np.ndarray, scenarios: Sequence[str], vectors: np.ndarray, k: int, floor: float
+) -> tuple[str | None, float]:
+    """The scenario most of the ``k`` runs nearest ``vec`` belong to, and the cosine of its nearest run.
+
+    ``scenarios[i]`` is the scenario of the run whose unit request vector is
+    ``vectors[i]``.  Ties go to the scenario of the nearer run.  ``(None,
+    0.0)`` when no run is within ``floor``.  Why runs and not centroids: a
+    wording can sit nearer another task's centroid than its own task's
+    (README, session 16: 0.73-0.87 against 0.62-0.72), but its own earlier
+    runs (the same wording, another order number) are nearer still.
+
+    Example:
+        >>> v = np.array([[1.0, 0.0], [0.96, 0.28], [0.6, 0.8]], dtype=np.float32)
+        >>> vote(np.array([0.8, 0.6]), ["a", "b", "b"], v, k=3, floor=0.5)
+        ('b', 0.96)
+    """
+    nearest = nearest_runs(vec, vectors, k, floor)
+    if not nearest:
+        return None, 0.0
+    counts = Counter(scenarios[i] for i in nearest)  # most_common keeps first-seen (nearest) order on ties
+    winner = counts.most_common(1)[0][0]
+    first = next(i for i in nearest if scenarios[i] == winner)
+    return winner, round(float(np.dot(vectors[first], vec)), 3)

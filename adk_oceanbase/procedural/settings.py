@@ -57,6 +57,26 @@ class ProceduralSettings:
     """Recall pools every scenario at least this close to the request (``None``: ``similarity``); lower
     pools the fragments one task's early paraphrases started (benchmarks/procedural.py, drift run)."""
 
+    recall_neighbours: int | None = 10
+    """Recall picks the scenario by the runs nearest the request, not by the nearest centroid: the
+    scenario most of the ``recall_neighbours`` stored runs whose request vectors are nearest (cosine at
+    least ``pool_similarity`` or ``similarity``) belong to, ties to the nearest run's.  A wording that
+    sits nearer another task's centroid than its own (MiniLM: "I want a refund for order N" at 0.73-0.87
+    to an invoice centroid, 0.62-0.72 to its own) is nearest its own earlier runs (the same wording,
+    another order number): recall goes where those were filed and ranks that scenario's paths only,
+    not a pool of near centroids where another task's best path tops the list
+    (benchmarks/README.md, session 18).  10 was chosen on the tune split only (``benchmarks/procedural_replay.py
+    --split tune``, ``TUNE_WORDINGS`` on seeds 101-112, never a reported seed): the drifted task's
+    recommendation switched within 20 sessions and kept it on 5 of 12 seeds, against 1 of 12 pooling
+    by centroids; clean runs slightly nearer the oracle (expected gap 0.049 against 0.056, seeds 104-112);
+    the noise run explores more (0.228 against 0.196 below the oracle, seeds 101-103).
+    The newest ``neighbour_window`` runs of the scope are scored; a request none of them is near falls
+    back to the centroids.  ``None``: pool the scenarios whose centroids are near (the rule before)."""
+
+    neighbour_window: int = 1000
+    """How many of the scope's newest runs recall scores for ``recall_neighbours`` (their vectors are read
+    and scored in the process: 2 KB each, on every engine)."""
+
     half_life: float | None = 12.0
     """Recency weighting: an outcome counts half once this many newer known outcomes of its scenario
     (any path) were recorded, a quarter after twice as many.  Ages run on the scenario's clock, not the
@@ -96,7 +116,11 @@ class ProceduralSettings:
             raise ConfigurationError("ProceduralSettings.merge_overlap must be in (0, 1]")
         if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:
             raise ConfigurationError("ProceduralSettings.pool_similarity must be in (0, 1] or None")
-        for name in ("recent_window", "min_samples"):
+        if self.recall_neighbours is not None and (isinstance(self.recall_neighbours, bool)
+                                                   or not isinstance(self.recall_neighbours, int)
+                                                   or self.recall_neighbours < 1):
+            raise ConfigurationError("ProceduralSettings.recall_neighbours must be a positive integer or None")
+        for name in ("recent_window", "min_samples", "neighbour_window"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")

@@ -300,6 +300,11 @@ class ProcedureStore(DatabaseService):
     ) -> Recall:
         """The paths that worked best for the scenario ``query`` (or the label ``scenario``) belongs to.
 
+        The scenario is the one most of the stored runs nearest ``query`` belong
+        to (``ProceduralSettings.recall_neighbours``: their request vectors, read
+        from the store); with none near, or ``recall_neighbours=None``, every
+        scenario whose centroid is near is pooled.
+
         Returns a :class:`~.recall.Recall`: promoted paths by confidence (the
         Wilson lower bound of their outcomes among the scenario's newest
         ``recent_window``, weighted by recency: ``half_life``),
@@ -315,20 +320,19 @@ class ProcedureStore(DatabaseService):
             raise ValidationError("recall_procedures needs user_id when ProceduralSettings.scope is 'user'")
         scope = self._scope(check_id("user_id", user_id)) if user_id is not None else ""
         if scenario:
-            targets = [(sc.label_id(scenario), 1.0)]
+            vec = None
         elif query and query.strip():
             vec = (await self._embed([query]))[0]
-            known = await self._read(lambda conn: self._centroids(conn, app, scope))
-            pool = self.settings.pool_similarity
-            targets = sc.near(vec, known, self.settings.similarity if pool is None else pool)
         else:
             raise ValidationError("recall_procedures needs a query or a scenario")
-        if not targets:
-            return Recall(scenario_id=None, similarity=0.0, procedures=[], avoid=[])
-        ids = [t[0] for t in targets]
         window = self.settings.recent_window
 
         async def read(conn: AsyncConnection) -> Recall:
+            # which scenarios, then their numbers: one read of the store, no vector held across calls
+            targets = [(sc.label_id(scenario), 1.0)] if vec is None else await self._targets(conn, app, scope, vec)
+            if not targets:
+                return Recall(scenario_id=None, similarity=0.0, procedures=[], avoid=[])
+            ids = [t[0] for t in targets]
             stats = (await conn.execute(q.stats_of(app, scope, ids))).mappings().all()
             recent = (await conn.execute(q.recent_outcomes(app, scope, ids, window))).all()
             iters = (await conn.execute(q.success_iterations(app, scope, ids))).all()
@@ -336,6 +340,21 @@ class ProcedureStore(DatabaseService):
             return build_recall(ids[0], targets[0][1], stats, recent, iters, fails, self.settings, top_k)
 
         return await self._read(read)
+
+    async def _targets(self, conn: AsyncConnection, app: str, scope: str, vec: np.ndarray) -> list[tuple[str, float]]:
+        """The scenarios recall ranks for a request vector: the one its nearest runs vote for
+        (``recall_neighbours``), else every scenario whose centroid is near (``pool_similarity``)."""
+        floor = self.settings.similarity if self.settings.pool_similarity is None else self.settings.pool_similarity
+        k = self.settings.recall_neighbours
+        if k is not None:
+            stmt = q.run_vectors(app, scope, self.settings.neighbour_window, self._embedder.model_name)
+            decoded = [(r.scenario_id, decode_vector(r.request_vector)) for r in (await conn.execute(stmt)).all()]
+            decoded = [(s, v) for s, v in decoded if v is not None and v.shape == vec.shape]
+            if decoded:
+                winner, cosine = sc.vote(vec, [s for s, _ in decoded], np.stack([v for _, v in decoded]), k, floor)
+                if winner is not None:
+                    return [(winner, cosine)]
+        return sc.near(vec, await self._centroids(conn, app, scope), floor)
 
     @audited(by_ids(_TAINT))
     async def taint(self, app_name: str, scenario_id: str, path_hash: str, *, tainted: bool = True, user_id: str | None = None) -> int:
