@@ -86,6 +86,11 @@ TUNE_WORDINGS: dict[str, list[str]] = {
                "leave feedback on my headphones purchase", "post a product review for the headphones"],
 }
 
+COST = 0.2
+"""The agent's cost exponent (``choose``): chosen on the tune split, seeds 101-112, from 0, 0.1, 0.2, 0.3
+(benchmarks/README.md, session 18b): 6 % fewer calls per solved task, gap to the oracle +1 point, drift followed
+as often as with 0; 0.3 followed drift on 1 seed of 12 against 5."""
+
 TUNE_SEEDS = (101, 102, 103)
 """Seeds the knobs were tuned on; never reported."""
 
@@ -156,7 +161,7 @@ def add_drift(env: Environment) -> Scenario:
 
 
 def choose(recall: Any, sc: Scenario, rng: random.Random, follow: float | None,
-           cost: float = 0.0) -> tuple[int, tuple[str, ...] | None]:
+           cost: float = COST) -> tuple[int, tuple[str, ...] | None]:
     """The scripted agent's pick: ``(path index, the recommended tools or None)``.
 
     Follows the top recalled path when its confidence allows: at least

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import TUNE_SEEDS, Environment, Scenario, add_drift, build, choose  # noqa: E402
+from _procedural_env import COST, TUNE_SEEDS, Environment, Scenario, add_drift, build, choose  # noqa: E402
 
 from google.adk.agents.base_agent import BaseAgent  # noqa: E402
 from google.adk.agents.invocation_context import InvocationContext  # noqa: E402
@@ -50,7 +50,6 @@ from google.genai import types  # noqa: E402
 
 WARMUP = 30  # sessions per scenario before the "after learning" success rate counts
 FOLLOW = 0.5  # the confidence at which the agent follows the top path: chosen on the tune split (procedural_tune.py)
-COST = 0.0  # the agent's cost exponent when it explores (choose: Thompson draw / tool calls ** COST); `ours` only
 
 
 class ScriptedAgent(BaseAgent):

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
+from _procedural_env import COST, TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
 
 from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
 from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
@@ -53,7 +53,7 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000, wordings=None,
-           cost: float = 0.0) -> dict:
+           cost: float = COST) -> dict:
     import numpy as np
 
     env = build(seed, wordings)
@@ -172,7 +172,7 @@ def main() -> None:
                         help="ProceduralSettings.recall_neighbours as vote:K, or 'scenarios' (None), comma-separated")
     parser.add_argument("--split", choices=["test", "tune"], default="test",
                         help="tune: TUNE_WORDINGS on TUNE_SEEDS (choosing knobs); test: WORDINGS on other seeds")
-    parser.add_argument("--cost", default="0", help="the agent's cost exponent alpha (choose), comma-separated")
+    parser.add_argument("--cost", default=str(COST), help="the agent's cost exponent alpha (choose), comma-separated")
     parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
