@@ -86,6 +86,11 @@ TUNE_WORDINGS: dict[str, list[str]] = {
                "leave feedback on my headphones purchase", "post a product review for the headphones"],
 }
 
+COST = 0.2
+"""The agent's cost exponent (``choose``): chosen on the tune split, seeds 101-112, from 0, 0.1, 0.2, 0.3
+(benchmarks/README.md, session 18b): 6 % fewer calls per solved task, gap to the oracle +1 point, drift followed
+as often as with 0; 0.3 followed drift on 1 seed of 12 against 5."""
+
 TUNE_SEEDS = (101, 102, 103)
 """Seeds the knobs were tuned on; never reported."""
 
@@ -155,13 +160,18 @@ def add_drift(env: Environment) -> Scenario:
     return sc
 
 
-def choose(recall: Any, sc: Scenario, rng: random.Random, follow: float | None) -> tuple[int, tuple[str, ...] | None]:
+def choose(recall: Any, sc: Scenario, rng: random.Random, follow: float | None,
+           cost: float = COST) -> tuple[int, tuple[str, ...] | None]:
     """The scripted agent's pick: ``(path index, the recommended tools or None)``.
 
     Follows the top recalled path when its confidence allows: at least
     ``follow`` (a fixed bar), or, with ``follow=None``, at least every other
     path's Thompson draw.  Otherwise explores: Thompson sampling over every
     path's recalled recency-weighted outcomes (untried ones at Beta(1, 1)).
+    With ``cost`` (alpha) > 0 each draw is divided by the path's tool calls to
+    the power alpha before the pick (success per call: the measure the
+    call-count goal counts); the draws themselves, and so the random stream,
+    are unchanged.
     """
     known = {tuple(p.tools): p for p in [*recall.procedures, *recall.avoid, *recall.unproven]}
     top = recall.procedures[0] if recall.procedures else None
@@ -170,7 +180,7 @@ def choose(recall: Any, sc: Scenario, rng: random.Random, follow: float | None) 
         p = known.get(path.tools)
         n = p.evidence if p else 0.0
         wins = (p.recent_success_rate or 0.0) * n if p else 0.0
-        draws.append((rng.betavariate(wins + 1, n - wins + 1), i))
+        draws.append((rng.betavariate(wins + 1, n - wins + 1) / len(path.tools) ** cost, i))
     recommended = tuple(top.tools) if top else None
     if top is not None:
         i_top = next((i for i, path in enumerate(sc.paths) if path.tools == recommended), None)

@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import TUNE_SEEDS, Environment, Scenario, add_drift, build, choose  # noqa: E402
+from _procedural_env import COST, TUNE_SEEDS, Environment, Scenario, add_drift, build, choose  # noqa: E402
 
 from google.adk.agents.base_agent import BaseAgent  # noqa: E402
 from google.adk.agents.invocation_context import InvocationContext  # noqa: E402
@@ -60,6 +60,7 @@ class ScriptedAgent(BaseAgent):
     store: Any = None
     noise: float = 0.0
     follow: float | None = FOLLOW
+    cost: float = COST
     current: Any = None  # the Scenario of this turn (the harness knows it; the agent only sees the text)
     last: dict = {}
 
@@ -70,7 +71,7 @@ class ScriptedAgent(BaseAgent):
         if self.policy == "none":
             return self.env.rng.randrange(len(sc.paths)), None
         recall = await self.store.recall_procedures(ctx.session.app_name, request, top_k=10)
-        return choose(recall, sc, self.env.rng, self.follow)
+        return choose(recall, sc, self.env.rng, self.follow, self.cost)
 
     async def _run_async_impl(self, ctx: InvocationContext) -> AsyncGenerator[Event, None]:
         request = " ".join(p.text for p in (ctx.user_content.parts or []) if p.text)
@@ -97,7 +98,7 @@ class ScriptedAgent(BaseAgent):
 
 async def run_one(
     db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None,
-    follow: float | None = FOLLOW,
+    follow: float | None = FOLLOW, cost: float = COST,
 ) -> dict:
     from google.adk.runners import Runner
 
@@ -111,7 +112,7 @@ async def run_one(
     store = ProcedureStore(database=db, embedder=embedder, settings=settings) if policy == "ours" else None
     service = OceanBaseSessionService(database=db)
     agent = ScriptedAgent(name="scripted", policy=policy, env=env, store=store, noise=0.2 if condition == "noise" else 0.0,
-                          follow=follow)
+                          follow=follow, cost=cost)
     runner = Runner(app_name=app, agent=agent, session_service=service)
     order = random.Random(seed + 2)
     schedule = [sc for sc in env.scenarios for _ in range(sessions // len(env.scenarios))]
@@ -199,6 +200,8 @@ async def main() -> None:
     parser.add_argument("--policies", default="none,ours,oracle")
     parser.add_argument("--pool-similarity", type=float, default=None, help="ProceduralSettings.pool_similarity")
     parser.add_argument("--follow", default=str(FOLLOW), help="the agent's follow bar, or 'draws' (the old rule)")
+    parser.add_argument("--cost", type=float, default=COST,
+                        help="the agent's cost exponent alpha when exploring (ours only; procedural_replay.py --cost)")
     parser.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     parser.add_argument("--hash-embedder", action="store_true", help="HashEmbedder instead of MiniLM (faster, lexical)")
     parser.add_argument("--out", default=None)
@@ -233,8 +236,9 @@ async def main() -> None:
         try:
             for condition in args.runs.split(","):
                 for policy in args.policies.split(","):
-                    r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity, follow)
-                    r.update(pool_similarity=args.pool_similarity, follow=args.follow)
+                    r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity, follow,
+                                      args.cost)
+                    r.update(pool_similarity=args.pool_similarity, follow=args.follow, cost=args.cost)
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"

@@ -20,11 +20,13 @@ Usage::
 
     python benchmarks/procedural_replay.py --seed 7 [--runs clean,drift] [--agreement none,0.5] [--recall vote:10,scenarios]
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --recall scenarios,vote:5,vote:10   # choosing knobs
+    python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --cost 0,0.2   # the agent's cost exponent
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -38,7 +40,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from _procedural_env import TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
+from _procedural_env import COST, TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
 
 from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
 from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
@@ -50,10 +52,16 @@ REPORTED_SEEDS = (7, 11, 13)  # the test seeds benchmarks/README.md reports: the
 T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000, wordings=None) -> dict:
+def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000, wordings=None,
+           cost: float = COST) -> dict:
     import numpy as np
 
     env = build(seed, wordings)
+    # the `none` (uniform) and `oracle` policies' expected calls per solved task on this environment (clean
+    # probabilities): the replay runs `ours` only, and the call-count goal is a ratio to `none`
+    none_calls = sum(sum(len(p.tools) for p in t.paths) / len(t.paths) for t in env.scenarios) / sum(
+        sum(p.p for p in t.paths) / len(t.paths) for t in env.scenarios)
+    oracle_calls = sum(len(t.paths[t.best].tools) for t in env.scenarios) / sum(t.paths[t.best].p for t in env.scenarios)
     drift = add_drift(env) if condition == "drift" else None
     app = f"proc_{condition}_ours"
     noise = 0.2 if condition == "noise" else 0.0
@@ -76,7 +84,7 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
         text = env.request(task)
         vec = embed(text)
         recall = _recall(_targets(vec, g, runs, vecs, settings, pool), runs, settings)
-        index, recommended = choose(recall, task, env.rng, FOLLOW)
+        index, recommended = choose(recall, task, env.rng, FOLLOW, cost)
         path = task.paths[index]
         ok, _failed_at = env.attempt(path)
         reported = (not ok) if env.rng.random() < noise else ok
@@ -99,7 +107,8 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
            "calls_per_solved": sum(r[3] for r in rows) / max(solved, 1),
            # the chosen paths' hidden probabilities: the same comparison with the outcome draws' noise taken out
            "expected_after_warmup": sum(r[4] for r in after) / len(after),
-           "oracle_expected_after_warmup": sum(r[5] for r in after) / len(after)}
+           "oracle_expected_after_warmup": sum(r[5] for r in after) / len(after),
+           "none_expected_calls_per_solved": none_calls, "oracle_expected_calls_per_solved": oracle_calls}
     groups: dict[str, list[str]] = defaultdict(list)
     homes: dict[str, set] = defaultdict(set)
     for r in runs:
@@ -163,6 +172,7 @@ def main() -> None:
                         help="ProceduralSettings.recall_neighbours as vote:K, or 'scenarios' (None), comma-separated")
     parser.add_argument("--split", choices=["test", "tune"], default="test",
                         help="tune: TUNE_WORDINGS on TUNE_SEEDS (choosing knobs); test: WORDINGS on other seeds")
+    parser.add_argument("--cost", default=str(COST), help="the agent's cost exponent alpha (choose), comma-separated")
     parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -182,17 +192,16 @@ def main() -> None:
         return cache[text]
 
     results = []
-    for condition in args.runs.split(","):
-        for a in args.agreement.split(","):
-            for mode in args.recall.split(","):
-                for seed in seeds:
-                    settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
-                                                  recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]))
-                    r = replay(embed, condition, seed, settings, wordings=wordings,
-                               sessions=args.sessions or 50 * len(wordings or WORDINGS))
-                    r["recall"] = mode
-                    results.append(r)
-                    print(json.dumps(r), flush=True)
+    grid = itertools.product(args.runs.split(","), args.agreement.split(","), args.recall.split(","),
+                             [float(c) for c in args.cost.split(",")], seeds)
+    for condition, a, mode, cost, seed in grid:
+        settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
+                                      recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]))
+        r = replay(embed, condition, seed, settings, wordings=wordings,
+                   sessions=args.sessions or 50 * len(wordings or WORDINGS), cost=cost)
+        r.update(recall=mode, cost=cost)
+        results.append(r)
+        print(json.dumps(r), flush=True)
     if args.out:
         Path(args.out).write_text(json.dumps({"results": results}, indent=1))
 
