@@ -215,7 +215,7 @@ class ConnectionLease:
         self._since = 0.0
         self.recycle_s = recycle_s
 
-    def _take(self, engine: AsyncEngine) -> Any:
+    def take(self, engine: AsyncEngine) -> Any:
         """The kept connection, marked in use, when it is free and fit; else None."""
         pooled = self._pooled
         if pooled is None or self._busy:
@@ -227,7 +227,7 @@ class ConnectionLease:
         self._busy = True
         return pooled
 
-    def _done(self, engine: AsyncEngine, pooled: Any, reusable: bool) -> bool:
+    def done(self, engine: AsyncEngine, pooled: Any, reusable: bool) -> bool:
         """``pooled``'s transaction ended; True when the lease keeps it (the caller must not check it in)."""
         if pooled is self._pooled:
             self._busy = False
@@ -257,7 +257,7 @@ class _Returning:
 
 async def _checkout(engine: AsyncEngine, lease: ConnectionLease | None) -> Any:
     if lease is not None:
-        kept = lease._take(engine)
+        kept = lease.take(engine)
         if isinstance(kept, _Returning):
             await greenlet_spawn(kept.pooled.close)
         elif kept is not None:
@@ -302,7 +302,7 @@ async def raw_transaction(
                     # user's COMMIT (or a reply nobody read).
                     if not rolled_back:
                         if lease is not None:
-                            lease._done(engine, pooled, False)
+                            lease.done(engine, pooled, False)
                         if is_connection_lost(exc):
                             # What SQLAlchemy does on a disconnect: the server likely dropped
                             # its siblings too, so connections opened before now are replaced
@@ -316,7 +316,7 @@ async def raw_transaction(
             finally:
                 await cursor.close()
         finally:
-            if not checked_in and not (lease is not None and lease._done(engine, pooled, True)):
+            if not checked_in and not (lease is not None and lease.done(engine, pooled, True)):
                 # Check-in may close the connection (overflow, recycle): the driver's
                 # close is awaited inside, so it runs in SQLAlchemy's greenlet.
                 await greenlet_spawn(pooled.close)
