@@ -138,6 +138,23 @@ def step_checkpoint(saver: Any, prev: dict | None, i: int) -> tuple[dict, dict]:
     return cp, changed
 
 
+async def hot_step(saver: Any, config: dict, prev: dict | None, i: int, lat: dict[str, list[float]]) -> tuple[dict, dict]:
+    """Step ``i`` of the hot thread: a timed put, then a timed get_tuple of the thread's latest (checked).
+
+    Appends the seconds to ``lat["put"]`` and ``lat["get_tuple"]``; returns the put's config and the checkpoint.
+    """
+    cp, changed = step_checkpoint(saver, prev, i)
+    t0 = time.perf_counter()
+    config = await saver.aput(config, cp, {"source": "loop", "step": i, "parents": {}}, changed)
+    t1 = time.perf_counter()
+    got = await saver.aget_tuple({"configurable": {"thread_id": "hot", "checkpoint_ns": ""}})
+    t2 = time.perf_counter()
+    assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == i + 1
+    lat["put"].append(t1 - t0)
+    lat["get_tuple"].append(t2 - t1)
+    return config, cp
+
+
 async def put_thread(saver: Any, thread: str, n: int, timings: list[float] | None = None) -> dict:
     config: dict = {"configurable": {"thread_id": thread, "checkpoint_ns": ""}}
     prev = None
@@ -224,17 +241,7 @@ async def run_savers(host: str, port: int, args: argparse.Namespace) -> dict[str
     configs: dict[str, dict] = {n: {"configurable": {"thread_id": "hot", "checkpoint_ns": ""}} for n in names}
     for i in range(args.puts):  # put, then get_tuple of the thread's latest, interleaved across systems
         for name in names if i % 2 == 0 else names[::-1]:
-            saver = systems[name][0]
-            cp, changed = step_checkpoint(saver, prev[name], i)
-            t0 = time.perf_counter()
-            configs[name] = await saver.aput(configs[name], cp, {"source": "loop", "step": i, "parents": {}}, changed)
-            t1 = time.perf_counter()
-            got = await saver.aget_tuple({"configurable": {"thread_id": "hot", "checkpoint_ns": ""}})
-            t2 = time.perf_counter()
-            assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == i + 1
-            lat[name]["put"].append(t1 - t0)
-            lat[name]["get_tuple"].append(t2 - t1)
-            prev[name] = cp
+            configs[name], prev[name] = await hot_step(systems[name][0], configs[name], prev[name], i, lat[name])
     for name in names:
         out[name] = {"put": summarize(lat[name]["put"]), "get_tuple": summarize(lat[name]["get_tuple"])}
     # alist of N checkpoints (small ones: the cost is the listing)

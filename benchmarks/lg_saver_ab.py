@@ -25,7 +25,6 @@ import importlib.util
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -70,17 +69,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     for i in range(args.steps):
         k = i % len(names)
         for name in names[k:] + names[:k]:
-            saver = savers[name]
-            cp, changed = lb.step_checkpoint(saver, prev[name], i)
-            t0 = time.perf_counter()
-            configs[name] = await saver.aput(configs[name], cp, {"source": "loop", "step": i, "parents": {}}, changed)
-            t1 = time.perf_counter()
-            got = await saver.aget_tuple({"configurable": {"thread_id": "hot", "checkpoint_ns": ""}})
-            t2 = time.perf_counter()
-            assert got is not None and len(got.checkpoint["channel_values"]["messages"]) == i + 1
-            lat[name]["put"].append(t1 - t0)
-            lat[name]["get_tuple"].append(t2 - t1)
-            prev[name] = cp
+            configs[name], prev[name] = await lb.hot_step(savers[name], configs[name], prev[name], i, lat[name])
     load.append(os.getloadavg()[0])
     for close in closers:
         await close()
