@@ -23,8 +23,8 @@ from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 from .config import Config
 from .dialects import EngineDialect, dialect_for
 from .embedded import EmbeddedSeekdb, embedded_connector, embedded_log_statements, watch_embedded
-from .rawtx import closed_by_server
 from .errors import UNKNOWN_DATABASE, ConfigurationError, ConnectionFailedError, DatabaseNotFoundError, driver_error_code
+from .rawtx import closed_by_server
 from .retry import retrying
 
 __all__ = ["Database", "EmbeddedSeekdb"]

@@ -205,7 +205,6 @@ def _jaccard(a: set[str], b: set[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
 
 
-
 def nearest_runs(vec: np.ndarray, vectors: np.ndarray, k: int, floor: float) -> list[int]:
     """Rows of ``vectors`` (unit request vectors of stored runs) nearest the unit vector ``vec``:
     at most ``k``, each at cosine ``floor`` or more, nearest first (ties: the earlier row)."""
