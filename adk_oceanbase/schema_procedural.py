@@ -47,6 +47,8 @@ procedure_runs = Table(
     PrimaryKeyConstraint("app_name", "user_id", "session_id", "invocation_id", name="pk_procedure_runs"),
     Index("ix_procedure_runs_scenario", "app_name", "scope_user", "scenario_id", "created_at"),
     Index("ix_procedure_runs_app_stored", "app_name", "stored_at"),
+    # recall's vote reads the scope's newest runs (``queries.run_vectors``): a backward scan that stops early (0022)
+    Index("ix_procedure_runs_recent", "app_name", "scope_user", "created_at", "stored_at"),
     **_TABLE_OPTS,
 )
 

@@ -35,7 +35,8 @@ __all__ = [
     "lock_run",
     "lock_scenario",
     "recent_outcomes",
-    "run_vectors",
+    "run_keys",
+    "vectors_of",
     "scenarios_of",
     "stats_of",
     "success_iterations",
@@ -199,12 +200,13 @@ def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -
     )
 
 
-def run_vectors(app: str, user: str, limit: int, model: str) -> Select:
+def run_keys(app: str, user: str, limit: int, model: str) -> Select:
     """The scope's newest counted runs with a request vector of embedding ``model``, newest first: the runs
-    recall votes with.  A run's model is its scenario's (vectors of another model are not comparable,
-    even at the same dimension)."""
+    recall votes with, by key and scenario (their vectors come from :func:`vectors_of`, for the runs the
+    store has not seen: ``vote_cache``).  A run's model is its scenario's (vectors of another model are not
+    comparable, even at the same dimension).  Index ``ix_procedure_runs_recent`` serves the order."""
     return (
-        select(runs.c.scenario_id, runs.c.request_vector)
+        select(runs.c.user_id, runs.c.session_id, runs.c.invocation_id, runs.c.request_hash, runs.c.scenario_id)
         .join(scen, and_(scen.c.app_name == runs.c.app_name, scen.c.user_id == runs.c.scope_user,
                          scen.c.scenario_id == runs.c.scenario_id))
         .where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.counted == 1, runs.c.request_vector.is_not(None),
@@ -212,6 +214,13 @@ def run_vectors(app: str, user: str, limit: int, model: str) -> Select:
         .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
         .limit(limit)
     )
+
+
+def vectors_of(app: str, keys: Sequence[tuple[str, str, str]]) -> Select:
+    """The request vectors (and request hashes) of runs ``(user_id, session_id, invocation_id)`` of ``app``, by key."""
+    return select(runs.c.user_id, runs.c.session_id, runs.c.invocation_id, runs.c.request_hash,
+                  runs.c.request_vector).where(
+        runs.c.app_name == app, tuple_(runs.c.user_id, runs.c.session_id, runs.c.invocation_id).in_(list(keys)))
 
 
 def success_iterations(app: str, user: str, scenarios: Sequence[str]) -> Select:

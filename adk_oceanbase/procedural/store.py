@@ -36,12 +36,15 @@ from .extraction import EXTRACTOR, Invocation, extract_invocations, path_hash
 from .recall import Recall, build_recall
 from .settings import ProceduralSettings
 from .stats import decode_vector, encode_vector
+from .vote_cache import VoteVectors
 
 __all__ = ["ExtractReport", "ProcedureStore"]
 
 logger = logging.getLogger(__name__)
 
 _EXTRACT, _OUTCOME, _RECALL, _TAINT = "procedure_extract", "procedure_outcome", "procedure_recall", "procedure_taint"
+_VECTOR_BATCH = 500
+"""Run keys per ``vectors_of`` statement (a recall with nothing cached reads its window in two or so)."""
 
 
 def _now() -> datetime:
@@ -92,6 +95,7 @@ class ProcedureStore(DatabaseService):
         self.settings = settings or ProceduralSettings()
         # failure reasons and labels are free text from tools and agents: redacted before they are stored
         self._redactor = redactor or RuleRedactor()
+        self._votes = VoteVectors()  # request vectors of the runs recall votes with, by run key
 
     async def close(self) -> None:
         await self._release()
@@ -347,14 +351,34 @@ class ProcedureStore(DatabaseService):
         floor = self.settings.similarity if self.settings.pool_similarity is None else self.settings.pool_similarity
         k = self.settings.recall_neighbours
         if k is not None:
-            stmt = q.run_vectors(app, scope, self.settings.neighbour_window, self._embedder.model_name)
-            decoded = [(r.scenario_id, decode_vector(r.request_vector)) for r in (await conn.execute(stmt)).all()]
-            decoded = [(s, v) for s, v in decoded if v is not None and v.shape == vec.shape]
+            decoded = await self._run_vectors(conn, app, scope, vec.shape)
             if decoded:
                 winner, cosine = sc.vote(vec, [s for s, _ in decoded], np.stack([v for _, v in decoded]), k, floor)
                 if winner is not None:
                     return [(winner, cosine)]
         return sc.near(vec, await self._centroids(conn, app, scope), floor)
+
+    async def _run_vectors(self, conn: AsyncConnection, app: str, scope: str, shape: tuple[int, ...]) -> list[tuple[str, np.ndarray]]:
+        """``(scenario, request vector)`` of the scope's newest ``neighbour_window`` runs, newest first.
+
+        The keys and scenarios are read every time (so an erased, expired or
+        merged run votes as the store says now); the vectors only for runs
+        this store has not seen (:mod:`.vote_cache`)."""
+        model = self._embedder.model_name
+        rows = (await conn.execute(q.run_keys(app, scope, self.settings.neighbour_window, model))).all()
+        keys = [(r.user_id, r.session_id, r.invocation_id, r.request_hash) for r in rows]
+        have = self._votes.keep((app, scope, model), keys)
+        missing = [key for key in keys if key not in have]
+        fetched = {}
+        for at in range(0, len(missing), _VECTOR_BATCH):
+            chunk = missing[at : at + _VECTOR_BATCH]
+            for r in (await conn.execute(q.vectors_of(app, [key[:3] for key in chunk]))).all():
+                v = decode_vector(r.request_vector)
+                if v is not None:
+                    fetched[(r.user_id, r.session_id, r.invocation_id, r.request_hash)] = v
+        self._votes.add((app, scope, model), fetched)
+        have.update(fetched)
+        return [(r.scenario_id, have[key]) for r, key in zip(rows, keys) if key in have and have[key].shape == shape]
 
     @audited(by_ids(_TAINT))
     async def taint(self, app_name: str, scenario_id: str, path_hash: str, *, tainted: bool = True, user_id: str | None = None) -> int:
