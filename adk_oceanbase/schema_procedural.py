@@ -45,10 +45,13 @@ procedure_runs = Table(
     Column("created_at", _ts(), nullable=False),  # the invocation's own time (its first event), UTC
     Column("stored_at", _ts(), nullable=False, server_default=_SERVER_NOW),  # retention's clock: the database's
     PrimaryKeyConstraint("app_name", "user_id", "session_id", "invocation_id", name="pk_procedure_runs"),
-    Index("ix_procedure_runs_scenario", "app_name", "scope_user", "scenario_id", "created_at"),
+    # recall reads a scenario's newest outcomes and counts from this index alone (covering since 0022)
+    Index("ix_procedure_runs_scenario", "app_name", "scope_user", "scenario_id", "created_at", "stored_at", "counted",
+          "outcome", "path_hash", "iterations"),
     Index("ix_procedure_runs_app_stored", "app_name", "stored_at"),
-    # recall's vote reads the scope's newest runs (``queries.run_vectors``): a backward scan that stops early (0022)
-    Index("ix_procedure_runs_recent", "app_name", "scope_user", "created_at", "stored_at"),
+    # recall's vote reads the scope's newest runs (``queries.run_keys``) from this index alone (0022)
+    Index("ix_procedure_runs_recent", "app_name", "scope_user", "created_at", "stored_at", "counted", "scenario_id",
+          "request_hash"),
     **_TABLE_OPTS,
 )
 

@@ -1,17 +1,22 @@
-"""Recall of procedural memory at scale: a scope with 1k .. 100k stored runs, with and without ``ix_procedure_runs_recent``.
+"""Recall of procedural memory at scale: a scope with 1k .. 100k stored runs, before and after revision 0022.
 
-    python benchmarks/procedural_scale.py [--runs 1000,10000,100000] [--recalls 40] [--url URL]
+    python benchmarks/procedural_scale.py [--runs 1000,10000,100000] [--recalls 30] [--rounds 4] [--url URL]
 
 ``recall_procedures`` votes with the request vectors of the scope's newest
-``neighbour_window`` (1,000) runs (``procedural.queries.run_vectors``).  That
-read orders the scope's runs by ``created_at``; revision 0022 adds an index in
-that order.  This script fills one app scope with N runs over 200 scenarios
-(4 tool paths each, random unit request vectors labelled with the embedder's
-model, as extraction writes them) and times ``recall_procedures`` end to end,
-and the vote's read alone, with the index and with it dropped, alternating the
-two in rounds on the same server and data (the ratio is what to read: the
-machine is shared).  The embedder is ``HashEmbedder`` (a query embeds in ~20 us),
-so the time is the store's, not a model's.
+``neighbour_window`` (1,000) runs, then reads the voted scenario's newest
+outcomes and counts.  Revision 0022 gave those reads indexes that answer
+them alone (``ix_procedure_runs_recent``, a wider ``ix_procedure_runs_scenario``),
+and the store keeps the vectors it has read (``procedural.vote_cache``), so a
+recall reads the runs' keys, not 2 kB of base64 each.  This script fills one
+app scope with N runs over 200 scenarios (4 tool paths, unit request vectors
+near their scenario's centre, labelled with the embedder's model as extraction
+writes them) and times ``recall_procedures`` end to end, and the vote's key
+read alone, in four phases on the same server and data, alternating in rounds
+with the order rotating: the indexes of 0022 or those before, and a warm store
+or a new store per recall (``cold``: every vote vector read and decoded, as
+before the cache).  "before, cold" is recall as it was; "0022, warm" as it is.
+Read the ratio: the machine is shared.  The embedder maps ``"scenario N ..."``
+near scenario N's centre in microseconds, so the time is the store's.
 
 A throw-away seekdb server is started unless ``--url`` names a database.
 """
@@ -45,9 +50,28 @@ from adk_oceanbase.procedural.stats import encode_vector  # noqa: E402
 APP = "scale"
 SCENARIOS = 200
 PATHS = [["lookup"], ["lookup", "refund"], ["search", "lookup", "refund"], ["ticket"]]
-INDEX = "ix_procedure_runs_recent"
-CREATE_INDEX = f"CREATE INDEX {INDEX} ON procedure_runs (app_name, scope_user, created_at, stored_at)"
-DROP_INDEX = f"DROP INDEX {INDEX} ON procedure_runs"
+INDEXES_0022 = [
+    "CREATE INDEX ix_procedure_runs_recent ON procedure_runs "
+    "(app_name, scope_user, created_at, stored_at, counted, scenario_id, request_hash)",
+    "CREATE INDEX ix_procedure_runs_scenario ON procedure_runs "
+    "(app_name, scope_user, scenario_id, created_at, stored_at, counted, outcome, path_hash, iterations)",
+]
+INDEXES_BEFORE = ["CREATE INDEX ix_procedure_runs_scenario ON procedure_runs (app_name, scope_user, scenario_id, created_at)"]
+
+
+def _use_indexes(conn, new: bool) -> None:
+    """Puts the runs' recall indexes of revision 0022 (``new``) or of before it in place (nothing when they are)."""
+    with conn.cursor() as cur:
+        cur.execute("SHOW INDEX FROM procedure_runs")
+        have = {r[2] for r in cur.fetchall()}
+        if new == ("ix_procedure_runs_recent" in have):
+            return
+        for name in ("ix_procedure_runs_recent", "ix_procedure_runs_scenario"):
+            if name in have:
+                cur.execute(f"DROP INDEX {name} ON procedure_runs")
+        for sql in INDEXES_0022 if new else INDEXES_BEFORE:
+            cur.execute(sql)
+
 
 INSERT_RUN = (
     "INSERT INTO procedure_runs (app_name, user_id, session_id, invocation_id, extractor, scope_user, scenario_id, "
@@ -91,12 +115,6 @@ def _fill(conn, total: int, done: int, model: str, rng: np.random.Generator, t0:
         if batch:
             cur.executemany(INSERT_RUN, batch)
         conn.commit()
-
-
-def _has_index(conn) -> bool:
-    with conn.cursor() as cur:
-        cur.execute("SHOW INDEX FROM procedure_runs")
-        return any(r[2] == INDEX for r in cur.fetchall())
 
 
 class CentreEmbedder:
@@ -143,8 +161,9 @@ async def _time(db: Database, store: ProcedureStore, recalls: int, rng: np.rando
             "key_read_p50_ms": percentile(read_ms, 50)}
 
 
-PHASES = [("index", False), ("no index", False), ("index", True), ("no index", True)]
-"""(index, cold): each timed in every round, the order rotating; ``cold`` reads every vote vector (as before 0022)."""
+PHASES = [("0022", False), ("before", False), ("0022", True), ("before", True)]
+"""(indexes, cold): each timed in every round, the order rotating.  ``before``: the indexes before revision
+0022; ``cold``: a new store per recall, which reads every vote vector (as recall did before the vote cache)."""
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -176,25 +195,19 @@ async def main(args: argparse.Namespace) -> None:
                 timed: dict[tuple[str, bool], list[dict]] = {p: [] for p in PHASES}
                 for r in range(args.rounds):
                     for index, cold in PHASES[r % len(PHASES):] + PHASES[: r % len(PHASES)]:
-                        with raw.cursor() as cur:
-                            if index == "index" and not _has_index(raw):
-                                cur.execute(CREATE_INDEX)
-                            elif index == "no index" and _has_index(raw):
-                                cur.execute(DROP_INDEX)
+                        _use_indexes(raw, index == "0022")
                         await _time(db, store, 3, rng, cold)  # settles plans and the warm store's cache
                         timed[(index, cold)].append(await _time(db, store, args.recalls, rng, cold))
                 row: dict = {"runs": size, "load": os.getloadavg()[0]}
                 for (index, cold), rounds in timed.items():
                     for key in rounds[0]:
                         row[f"{index}, {'cold' if cold else 'warm'}: {key}"] = float(np.median([x[key] for x in rounds]))
-                before = row["no index, cold: recall_p50_ms"]
-                row["recall p50, before (no index, cold) / now (index, warm)"] = before / row["index, warm: recall_p50_ms"]
+                before = row["before, cold: recall_p50_ms"]
+                row["recall p50, before (old indexes, cold) / now (0022, warm)"] = before / row["0022, warm: recall_p50_ms"]
                 results.append(row)
                 print(json.dumps(row, indent=1), flush=True)
         finally:
-            with raw.cursor() as cur:
-                if not _has_index(raw):
-                    cur.execute(CREATE_INDEX)
+            _use_indexes(raw, True)
             raw.close()
             await store.close()
             await db.close()

@@ -201,15 +201,16 @@ def recent_outcomes(app: str, user: str, scenarios: Sequence[str], limit: int) -
 
 
 def run_keys(app: str, user: str, limit: int, model: str) -> Select:
-    """The scope's newest counted runs with a request vector of embedding ``model``, newest first: the runs
-    recall votes with, by key and scenario (their vectors come from :func:`vectors_of`, for the runs the
-    store has not seen: ``vote_cache``).  A run's model is its scenario's (vectors of another model are not
-    comparable, even at the same dimension).  Index ``ix_procedure_runs_recent`` serves the order."""
+    """The scope's newest counted runs of embedding ``model``, newest first: the runs recall votes with, by
+    key and scenario (their vectors, or none, come from :func:`vectors_of`, for the runs the store has not
+    seen: ``vote_cache``).  A run's model is its scenario's (vectors of another model are not comparable,
+    even at the same dimension).  ``ix_procedure_runs_recent`` holds every column read here, in this order:
+    a backward scan of the index that stops at ``limit`` (no test of the vector: it is not in the index)."""
     return (
         select(runs.c.user_id, runs.c.session_id, runs.c.invocation_id, runs.c.request_hash, runs.c.scenario_id)
         .join(scen, and_(scen.c.app_name == runs.c.app_name, scen.c.user_id == runs.c.scope_user,
                          scen.c.scenario_id == runs.c.scenario_id))
-        .where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.counted == 1, runs.c.request_vector.is_not(None),
+        .where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.counted == 1,
                (scen.c.embedding_model.is_(None)) | (scen.c.embedding_model == model))
         .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc())
         .limit(limit)

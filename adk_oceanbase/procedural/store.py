@@ -36,7 +36,7 @@ from .extraction import EXTRACTOR, Invocation, extract_invocations, path_hash
 from .recall import Recall, build_recall
 from .settings import ProceduralSettings
 from .stats import decode_vector, encode_vector
-from .vote_cache import VoteVectors
+from .vote_cache import RunKey, VoteVectors
 
 __all__ = ["ExtractReport", "ProcedureStore"]
 
@@ -369,16 +369,20 @@ class ProcedureStore(DatabaseService):
         keys = [(r.user_id, r.session_id, r.invocation_id, r.request_hash) for r in rows]
         have = self._votes.keep((app, scope, model), keys)
         missing = [key for key in keys if key not in have]
-        fetched = {}
+        fetched: dict[RunKey, np.ndarray | None] = {}
         for at in range(0, len(missing), _VECTOR_BATCH):
             chunk = missing[at : at + _VECTOR_BATCH]
             for r in (await conn.execute(q.vectors_of(app, [key[:3] for key in chunk]))).all():
-                v = decode_vector(r.request_vector)
-                if v is not None:
-                    fetched[(r.user_id, r.session_id, r.invocation_id, r.request_hash)] = v
+                # a run without a request vector (no user text) is remembered as such: it never votes
+                fetched[(r.user_id, r.session_id, r.invocation_id, r.request_hash)] = decode_vector(r.request_vector)
         self._votes.add((app, scope, model), fetched)
         have.update(fetched)
-        return [(r.scenario_id, have[key]) for r, key in zip(rows, keys) if key in have and have[key].shape == shape]
+        out = []
+        for r, key in zip(rows, keys):
+            v = have.get(key)
+            if v is not None and v.shape == shape:
+                out.append((r.scenario_id, v))
+        return out
 
     @audited(by_ids(_TAINT))
     async def taint(self, app_name: str, scenario_id: str, path_hash: str, *, tainted: bool = True, user_id: str | None = None) -> int:

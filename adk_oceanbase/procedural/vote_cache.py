@@ -31,7 +31,8 @@ RunKey = tuple[str, str, str, str | None]
 
 
 class VoteVectors:
-    """Per scope (app, scope user, embedding model): run key -> unit request vector, for the newest runs only.
+    """Per scope (app, scope user, embedding model): run key -> unit request vector (None: the run has none),
+    for the newest runs only.
 
     Example:
         >>> cache = VoteVectors(scopes=2)
@@ -48,9 +49,9 @@ class VoteVectors:
         if scopes < 1:
             raise ValueError("scopes must be at least 1")
         self.scopes = scopes
-        self._by_scope: OrderedDict[Hashable, dict[RunKey, np.ndarray]] = OrderedDict()
+        self._by_scope: OrderedDict[Hashable, dict[RunKey, np.ndarray | None]] = OrderedDict()
 
-    def keep(self, scope: Hashable, keys: Iterable[RunKey]) -> dict[RunKey, np.ndarray]:
+    def keep(self, scope: Hashable, keys: Iterable[RunKey]) -> dict[RunKey, np.ndarray | None]:
         """The cached vectors of ``keys`` (the scope's newest runs as just read); every other vector of the scope goes."""
         held = self._by_scope.get(scope, {})
         kept = {k: held[k] for k in keys if k in held}
@@ -60,7 +61,7 @@ class VoteVectors:
             self._by_scope.popitem(last=False)
         return dict(kept)
 
-    def add(self, scope: Hashable, vectors: Mapping[RunKey, np.ndarray]) -> None:
+    def add(self, scope: Hashable, vectors: Mapping[RunKey, np.ndarray | None]) -> None:
         """Adds vectors just fetched for runs of ``scope``; only after :meth:`keep` read the scope (else nothing)."""
         held = self._by_scope.get(scope)
         if held is not None:

@@ -485,9 +485,9 @@ CREATE TABLE procedure_runs (                             -- procedural memory: 
   created_at DATETIME(6) NOT NULL,
   stored_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),  -- retention's clock
   CONSTRAINT pk_procedure_runs PRIMARY KEY (app_name, user_id, session_id, invocation_id),
-  INDEX ix_procedure_runs_scenario (app_name, scope_user, scenario_id, created_at),
+  INDEX ix_procedure_runs_scenario (app_name, scope_user, scenario_id, created_at, stored_at, counted, outcome, path_hash, iterations),  -- covering (0022)
   INDEX ix_procedure_runs_app_stored (app_name, stored_at),
-  INDEX ix_procedure_runs_recent (app_name, scope_user, created_at, stored_at)  -- recall's newest runs (0022)
+  INDEX ix_procedure_runs_recent (app_name, scope_user, created_at, stored_at, counted, scenario_id, request_hash)  -- recall's vote (0022)
 ) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 CREATE TABLE procedure_stats (                            -- per scenario and tool path: counts moved by atomic increments (0019)
