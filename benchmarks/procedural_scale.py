@@ -1,22 +1,25 @@
 """Recall of procedural memory at scale: a scope with 1k .. 100k stored runs, before and after revision 0022.
 
-    python benchmarks/procedural_scale.py [--runs 1000,10000,100000] [--recalls 30] [--rounds 4] [--url URL]
+    git archive 7eca14c adk_oceanbase alembic | tar -x -C /tmp/old && mv /tmp/old/adk_oceanbase /tmp/old/adk_oceanbase_old
+    cp alembic/versions/0022_procedure_runs_recent.py /tmp/old/alembic/versions/
+    python benchmarks/procedural_scale.py [--runs 1000,10000,100000] [--recalls 30] [--rounds 3] [--old /tmp/old]
 
 ``recall_procedures`` votes with the request vectors of the scope's newest
 ``neighbour_window`` (1,000) runs, then reads the voted scenario's newest
 outcomes and counts.  Revision 0022 gave those reads indexes that answer
 them alone (``ix_procedure_runs_recent``, a wider ``ix_procedure_runs_scenario``),
-and the store keeps the vectors it has read (``procedural.vote_cache``), so a
+and the store now keeps the vectors it has read (``procedural.vote_cache``), so a
 recall reads the runs' keys, not 2 kB of base64 each.  This script fills one
 app scope with N runs over 200 scenarios (4 tool paths, unit request vectors
 near their scenario's centre, labelled with the embedder's model as extraction
 writes them) and times ``recall_procedures`` end to end, and the vote's key
-read alone, in four phases on the same server and data, alternating in rounds
-with the order rotating: the indexes of 0022 or those before, and a warm store
-or a new store per recall (``cold``: every vote vector read and decoded, as
-before the cache).  "before, cold" is recall as it was; "0022, warm" as it is.
-Read the ratio: the machine is shared.  The embedder maps ``"scenario N ..."``
-near scenario N's centre in microseconds, so the time is the store's.
+read alone, in phases on the same server and data, alternating in rounds with
+the order rotating: this tree's store on 0022's indexes (warm: its cache holds
+the window, as in a running app) and, with ``--old``, an older tree's store
+(the renamed package ``adk_oceanbase_old``, given this tree's 0022 revision file
+so that it accepts the schema) on the indexes before 0022.  Read the ratios: the machine is shared.  The
+embedder maps ``"scenario N ..."`` near scenario N's centre in microseconds, so
+the time is the store's, not a model's.
 
 A throw-away seekdb server is started unless ``--url`` names a database.
 """
@@ -26,12 +29,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import hashlib
+import importlib
 import json
 import os
 import sys
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -140,18 +145,16 @@ CENTRES = np.random.default_rng(0).normal(size=(SCENARIOS, 384)).astype(np.float
 CENTRES /= np.linalg.norm(CENTRES, axis=1, keepdims=True)
 
 
-async def _time(db: Database, store: ProcedureStore, recalls: int, rng: np.random.Generator, cold: bool) -> dict:
-    """p50/p95 of ``recall_procedures`` (``cold``: a new store each time, so every vote vector is read, as before
-    the vote cache) and of the vote's key read alone."""
-    stmt = q.run_keys(APP, "", store.settings.neighbour_window, CentreEmbedder.model_name)
+async def _time(db: Any, store: Any, recalls: int, rng: np.random.Generator) -> dict:
+    """p50/p95 of ``recall_procedures`` on ``store``, and of this tree's vote key read alone."""
+    stmt = q.run_keys(APP, "", 1000, CentreEmbedder.model_name)
     recall_ms, read_ms = [], []
     for _ in range(recalls):
-        query = f"scenario {int(rng.integers(SCENARIOS))} please"
-        s = ProcedureStore(database=db, embedder=CentreEmbedder()) if cold else store
+        s = int(rng.integers(SCENARIOS))
         t = time.perf_counter()
-        hit = await s.recall_procedures(APP, query)
+        hit = await store.recall_procedures(APP, f"scenario {s} please")
         recall_ms.append((time.perf_counter() - t) * 1000)
-        assert hit.scenario_id == query.split()[1] or hit.scenario_id == f"s{query.split()[1]}", hit.scenario_id
+        assert hit.scenario_id == f"s{s}", (hit.scenario_id, s)
         async with db.engine.connect() as conn:
             t = time.perf_counter()
             rows = (await conn.execute(stmt)).all()
@@ -159,11 +162,6 @@ async def _time(db: Database, store: ProcedureStore, recalls: int, rng: np.rando
         assert rows, "the vote read found no runs"
     return {"recall_p50_ms": percentile(recall_ms, 50), "recall_p95_ms": percentile(recall_ms, 95),
             "key_read_p50_ms": percentile(read_ms, 50)}
-
-
-PHASES = [("0022", False), ("before", False), ("0022", True), ("before", True)]
-"""(indexes, cold): each timed in every round, the order rotating.  ``before``: the indexes before revision
-0022; ``cold``: a new store per recall, which reads every vote vector (as recall did before the vote cache)."""
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -179,38 +177,51 @@ async def main(args: argparse.Namespace) -> None:
         db = Database(config)
         store = ProcedureStore(database=db, embedder=CentreEmbedder())
         await store.recall_procedures(APP, "scenario 0")  # creates the schema (auto_setup)
+        phases: dict[str, tuple[bool, Any]] = {  # name: (0022 indexes?, store)
+            "now, warm": (True, store),
+        }
+        closers = [store.close, db.close]
+        if args.old:
+            sys.path.insert(0, args.old)
+            old_pkg = importlib.import_module("adk_oceanbase_old")
+            old_db = old_pkg.Database(old_pkg.Config.from_url(url))
+            old_store = importlib.import_module("adk_oceanbase_old.procedural").ProcedureStore(
+                database=old_db, embedder=CentreEmbedder(), auto_setup=False)
+            phases["before"] = (False, old_store)
+            closers += [old_store.close, old_db.close]
         raw = pymysql.connect(host=config.host, port=config.port, user=config.user, password=config.password or "",
                               database=config.database, autocommit=False)
         with raw.cursor() as cur:
             cur.execute("SET time_zone = '+00:00'")
         rng = np.random.default_rng(args.seed)
-        t0 = datetime(2026, 1, 1)
         done = 0
         try:
             for size in sizes:
                 t = time.perf_counter()
-                _fill(raw, size, done, CentreEmbedder.model_name, rng, t0)
+                _fill(raw, size, done, CentreEmbedder.model_name, rng, datetime(2026, 1, 1))
                 print(f"{size:,} runs stored ({size - done:,} new in {time.perf_counter() - t:.1f} s)", flush=True)
                 done = size
-                timed: dict[tuple[str, bool], list[dict]] = {p: [] for p in PHASES}
+                names = list(phases)
+                timed: dict[str, list[dict]] = {name: [] for name in names}
                 for r in range(args.rounds):
-                    for index, cold in PHASES[r % len(PHASES):] + PHASES[: r % len(PHASES)]:
-                        _use_indexes(raw, index == "0022")
-                        await _time(db, store, 3, rng, cold)  # settles plans and the warm store's cache
-                        timed[(index, cold)].append(await _time(db, store, args.recalls, rng, cold))
+                    for name in names[r % len(names):] + names[: r % len(names)]:
+                        new, one = phases[name]
+                        _use_indexes(raw, new)
+                        await _time(db, one, 3, rng)  # settles plans and the warm store's cache
+                        timed[name].append(await _time(db, one, args.recalls, rng))
                 row: dict = {"runs": size, "load": os.getloadavg()[0]}
-                for (index, cold), rounds in timed.items():
+                for name, rounds in timed.items():
                     for key in rounds[0]:
-                        row[f"{index}, {'cold' if cold else 'warm'}: {key}"] = float(np.median([x[key] for x in rounds]))
-                before = row["before, cold: recall_p50_ms"]
-                row["recall p50, before (old indexes, cold) / now (0022, warm)"] = before / row["0022, warm: recall_p50_ms"]
+                        row[f"{name}: {key}"] = float(np.median([x[key] for x in rounds]))
+                if "before" in timed:
+                    row["recall p50 ratio, before / now"] = row["before: recall_p50_ms"] / row["now, warm: recall_p50_ms"]
                 results.append(row)
                 print(json.dumps(row, indent=1), flush=True)
         finally:
             _use_indexes(raw, True)
             raw.close()
-            await store.close()
-            await db.close()
+            for close in closers:
+                await close()
     env = environment(["pylibseekdb", "sqlalchemy", "aiomysql"])
     print_environment(env)
     if args.out:
@@ -221,8 +232,9 @@ if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", default="1000,10000,100000", help="scope sizes, ascending (runs are added)")
     ap.add_argument("--recalls", type=int, default=30, help="recalls timed per phase and round")
-    ap.add_argument("--rounds", type=int, default=4, help="rounds, alternating which phase goes first")
+    ap.add_argument("--rounds", type=int, default=3, help="rounds, alternating which phase goes first")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--old", help="folder holding adk_oceanbase_old (an older tree's package, renamed): the 'before' phase")
     ap.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     ap.add_argument("--out", default=None, help="write the results as JSON here")
     asyncio.run(main(ap.parse_args()))
