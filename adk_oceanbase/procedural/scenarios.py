@@ -16,6 +16,10 @@ On the tune split that took the tasks split over several scenarios from
 paths alone (``merge_agreement=None``) also merged two tasks that share a
 one-tool path: purity 0.918-0.922 on two tune seeds, 0.972-0.983 with the
 outcomes compared.
+What a run did also decides its join (``ProceduralSettings.path_similarity``):
+a run whose nearest centroid never ran its tool path joins the nearest
+scenario within that lower bar that did (:meth:`Grouping.assign`), so a
+wording that reads like another task is filed with the task it runs like.
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
