@@ -156,14 +156,18 @@ class Grouping:
         With ``path_join`` set, a run whose nearest centroid has never run its
         tool path (or that no centroid reaches) joins the nearest scenario within
         ``path_join`` that has.  Why: MiniLM puts a wording nearer another task's
-        centroid than its own (tune split: "I only got part of order N" at 0.6-0.8
-        of reorder's, 0.4-0.6 of its own), and once filed there its paths were
+        centroid than its own (tune split: missing_item's wordings at 0.62-0.78
+        of a reorder scenario, 0.40-0.54 of their own), and once filed there its paths were
         filed there too, so text alone could never undo it; two tasks seldom run
-        the same path, so the path tells them apart where the text does not.
+        the same path, so the path tells them apart where the text does not.  It
+        also files a task's later runs, which mostly take its learned best path,
+        with the scenario that knows that path instead of starting a fragment that
+        knows one path of four and so never reaches ``merge_overlap``.
         Scenarios within ``merge`` of the nearest one are passed over: they may be
         fragments of its task, which the merge rule joins once they share paths,
-        and filing by path would keep their paths apart for ever (tune split: 1.7
-        more tasks split per seed without this exception).  Pure and deterministic:
+        and filing by path would keep their paths apart for ever (tune split, bar
+        0.4: 6.2 tasks split per seed without this exception, 2.1 with it, 4.5
+        with no join by path).  Pure and deterministic:
         the same centroids and paths give the same answer to every extractor.
         """
         target, _score = nearest(vec, list(self.known.values()), self.join)

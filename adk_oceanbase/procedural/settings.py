@@ -44,8 +44,12 @@ class ProceduralSettings:
     reaches, joins the nearest scenario at this cosine or more that ran it, unless that scenario is within
     ``merge_similarity`` of the nearest one (fragments of one task are left to the merge rule).  A wording
     nearer another task's centroid than its own (MiniLM: 0.62-0.78 against 0.40-0.54 on the tune split) is
-    filed with the task whose paths it runs, not the one its text resembles.  TUNED_NOTE
-    ``None``: the request text alone decides (the rule before)."""
+    filed with the task whose paths it runs, not the one its text resembles.  0.4 was chosen on the tune split
+    only (``benchmarks/procedural_replay.py --split tune --path-join``, seeds 101-112; benchmarks/README.md,
+    session 19): tasks split over several scenarios 4.5 -> 2.1 per seed (fewer on 12 of 12), purity 0.952 ->
+    0.965, expected gap to the oracle 1.1 points smaller; the noise run 1.3 points further (se 1.4), the drift
+    run followed within 20 sessions on 3 seeds of 12 against 5.  ``None``: the request text alone decides
+    (the rule before)."""
 
     merge_overlap: float = 0.5
     """Jaccard overlap of two scenarios' tool paths that a merge also needs (with ``merge_agreement``:
