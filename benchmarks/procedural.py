@@ -98,7 +98,7 @@ class ScriptedAgent(BaseAgent):
 
 async def run_one(
     db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None,
-    follow: float | None = FOLLOW, cost: float = COST,
+    follow: float | None = FOLLOW, cost: float = COST, path_similarity: float | None | str = "default",
 ) -> dict:
     from google.adk.runners import Runner
 
@@ -108,7 +108,8 @@ async def run_one(
     env: Environment = build(seed)
     drift = add_drift(env) if condition == "drift" else None
     app = f"proc_{condition}_{policy}"
-    settings = ProceduralSettings(pool_similarity=pool)
+    settings = ProceduralSettings(pool_similarity=pool) if path_similarity == "default" else ProceduralSettings(
+        pool_similarity=pool, path_similarity=path_similarity)
     store = ProcedureStore(database=db, embedder=embedder, settings=settings) if policy == "ours" else None
     service = OceanBaseSessionService(database=db)
     agent = ScriptedAgent(name="scripted", policy=policy, env=env, store=store, noise=0.2 if condition == "noise" else 0.0,
@@ -199,6 +200,8 @@ async def main() -> None:
     parser.add_argument("--runs", default="clean,noise,drift")
     parser.add_argument("--policies", default="none,ours,oracle")
     parser.add_argument("--pool-similarity", type=float, default=None, help="ProceduralSettings.pool_similarity")
+    parser.add_argument("--path-similarity", default="default",
+                        help="ProceduralSettings.path_similarity: a number, 'none' (the join by text alone) or 'default'")
     parser.add_argument("--follow", default=str(FOLLOW), help="the agent's follow bar, or 'draws' (the old rule)")
     parser.add_argument("--cost", type=float, default=COST,
                         help="the agent's cost exponent alpha when exploring (ours only; procedural_replay.py --cost)")
@@ -209,6 +212,8 @@ async def main() -> None:
     if args.seed in TUNE_SEEDS:
         parser.error(f"seed {args.seed} is a tune seed ({TUNE_SEEDS}): report on others")
     follow = None if args.follow == "draws" else float(args.follow)
+    path_similarity = args.path_similarity if args.path_similarity == "default" else (
+        None if args.path_similarity == "none" else float(args.path_similarity))
     logging.basicConfig(level=logging.WARNING)
     logging.getLogger("google_adk").setLevel(logging.ERROR)
 
@@ -237,8 +242,9 @@ async def main() -> None:
             for condition in args.runs.split(","):
                 for policy in args.policies.split(","):
                     r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity, follow,
-                                      args.cost)
-                    r.update(pool_similarity=args.pool_similarity, follow=args.follow, cost=args.cost)
+                                      args.cost, path_similarity)
+                    r.update(pool_similarity=args.pool_similarity, follow=args.follow, cost=args.cost,
+                             path_similarity=args.path_similarity)
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"

@@ -21,6 +21,7 @@ Usage::
     python benchmarks/procedural_replay.py --seed 7 [--runs clean,drift] [--agreement none,0.5] [--recall vote:10,scenarios]
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --recall scenarios,vote:5,vote:10   # choosing knobs
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --cost 0,0.2   # the agent's cost exponent
+    python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --path-join none,0.4   # the join by path
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     schedule = [s for s in env.scenarios for _ in range(sessions // len(env.scenarios))]
     order.shuffle(schedule)
     g = sc.Grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
-                    agreement=settings.merge_agreement)
+                    agreement=settings.merge_agreement, path_join=settings.path_similarity)
     runs: list[dict] = []  # oldest first: scenario, path, outcome, tools, task
     vecs = np.zeros((sessions, 384), dtype=np.float32)
     seen: Counter = Counter()
@@ -172,6 +173,8 @@ def main() -> None:
                         help="ProceduralSettings.recall_neighbours as vote:K, or 'scenarios' (None), comma-separated")
     parser.add_argument("--split", choices=["test", "tune"], default="test",
                         help="tune: TUNE_WORDINGS on TUNE_SEEDS (choosing knobs); test: WORDINGS on other seeds")
+    parser.add_argument("--path-join", default=str(ProceduralSettings().path_similarity),
+                        help="ProceduralSettings.path_similarity values (none: the request text alone joins), comma-separated")
     parser.add_argument("--cost", default=str(COST), help="the agent's cost exponent alpha (choose), comma-separated")
     parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
@@ -193,13 +196,14 @@ def main() -> None:
 
     results = []
     grid = itertools.product(args.runs.split(","), args.agreement.split(","), args.recall.split(","),
-                             [float(c) for c in args.cost.split(",")], seeds)
-    for condition, a, mode, cost, seed in grid:
+                             [float(c) for c in args.cost.split(",")], args.path_join.split(","), seeds)
+    for condition, a, mode, cost, pj, seed in grid:
         settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
-                                      recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]))
+                                      recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]),
+                                      path_similarity=None if pj == "none" else float(pj))
         r = replay(embed, condition, seed, settings, wordings=wordings,
                    sessions=args.sessions or 50 * len(wordings or WORDINGS), cost=cost)
-        r.update(recall=mode, cost=cost)
+        r.update(recall=mode, cost=cost, path_similarity=settings.path_similarity)
         results.append(r)
         print(json.dumps(r), flush=True)
     if args.out:

@@ -17,13 +17,14 @@ from the real store; these only choose the knobs):
 Usage::
 
     python benchmarks/procedural_tune.py grouping [--merge none,0.3,0.4,0.45,0.5] [--overlap 0.5]
-        [--agreement none,1.0,0.5] [--paths uniform,learning]
+        [--agreement none,1.0,0.5] [--paths uniform,learning] [--path-join none,0.4]
     python benchmarks/procedural_tune.py policy [--half-life 5,10,15] [--follow 0.4,0.5,0.6,draws]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import random
@@ -54,7 +55,8 @@ def schedule(env, seed: int) -> list:
     return order
 
 
-def grouping(merges: list[float | None], join: float, overlap: float, agreements: list[float | None], paths: str) -> None:
+def grouping(merges: list[float | None], join: float, overlap: float, agreements: list[float | None], paths: str,
+             path_joins: list[float | None] = (None,)) -> None:
     """Scenario grouping of the tune split's requests for each merge threshold and agreement rule.
 
     Each request is run on a path and succeeds with the path's hidden
@@ -83,37 +85,37 @@ def grouping(merges: list[float | None], join: float, overlap: float, agreements
         runs[seed] = rows
     texts = sorted({text for rows in runs.values() for _t, text, _p, _o in rows})
     vectors = dict(zip(texts, normalize_rows(np.asarray(SentenceTransformerEmbedder().embed(texts)))))
-    for merge in merges:
-        for agreement in agreements:
-            found, purity, split = [], [], []
-            for seed, rows in runs.items():
-                g = sc.Grouping([], join=join, merge=merge, overlap=overlap, agreement=agreement)
-                where: list[str] = []
-                moved: dict[str, str] = {}
-                for k, (_task, text, path, ok) in enumerate(rows):
-                    got, merged = g.assign(vectors[text], f"s{k}", path, ok)
-                    moved.update(dict(merged))
-                    where.append(got)
+    for merge, agreement, path_join in itertools.product(merges, agreements, path_joins):
+        found, purity, split = [], [], []
+        for seed, rows in runs.items():
+            g = sc.Grouping([], join=join, merge=merge, overlap=overlap, agreement=agreement, path_join=path_join)
+            where: list[str] = []
+            moved: dict[str, str] = {}
+            for k, (_task, text, path, ok) in enumerate(rows):
+                got, merged = g.assign(vectors[text], f"s{k}", path, ok)
+                moved.update(dict(merged))
+                where.append(got)
 
-                def final(s: str) -> str:
-                    while s in moved:
-                        s = moved[s]
-                    return s
+            def final(s: str) -> str:
+                while s in moved:
+                    s = moved[s]
+                return s
 
-                groups: dict[str, list[str]] = defaultdict(list)
-                for (task, _text, _path, _ok), s in zip(rows, where):
-                    groups[final(s)].append(task.name)
-                found.append(len(groups))
-                purity.append(sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(rows))
-                homes = defaultdict(set)
-                for s, v in groups.items():
-                    for t in v:
-                        homes[t].add(s)
-                split.append(sum(1 for h in homes.values() if len(h) > 1))
-            print(json.dumps({"paths": paths, "merge_similarity": merge, "merge_overlap": overlap,
-                              "merge_agreement": agreement, "join": join, "tasks": len(TUNE_WORDINGS),
-                              "scenarios_found": found, "purity": [round(p, 3) for p in purity], "tasks_split": split}),
-                  flush=True)
+            groups: dict[str, list[str]] = defaultdict(list)
+            for (task, _text, _path, _ok), s in zip(rows, where):
+                groups[final(s)].append(task.name)
+            found.append(len(groups))
+            purity.append(sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(rows))
+            homes = defaultdict(set)
+            for s, v in groups.items():
+                for t in v:
+                    homes[t].add(s)
+            split.append(sum(1 for h in homes.values() if len(h) > 1))
+        print(json.dumps({"paths": paths, "merge_similarity": merge, "merge_overlap": overlap,
+                          "merge_agreement": agreement, "path_similarity": path_join, "join": join,
+                          "tasks": len(TUNE_WORDINGS),
+                          "scenarios_found": found, "purity": [round(p, 3) for p in purity], "tasks_split": split}),
+              flush=True)
 
 
 def policy(half_life: float | None, follow: float | None, condition: str, seed: int) -> dict:
@@ -165,6 +167,7 @@ def main() -> None:
     parser.add_argument("--overlap", type=float, default=ProceduralSettings().merge_overlap)
     parser.add_argument("--agreement", default="none,1.0,0.75,0.5,0.34", help="merge_agreement values ('none': off)")
     parser.add_argument("--paths", default="uniform,learning", help="how the grouping part draws paths")
+    parser.add_argument("--path-join", default="none", help="ProceduralSettings.path_similarity values ('none': off)")
     parser.add_argument("--join", type=float, default=ProceduralSettings().similarity)
     parser.add_argument("--half-life", default="none,5,8,10,15,20")
     parser.add_argument("--follow", default="draws,0.4,0.5,0.6")
@@ -176,7 +179,7 @@ def main() -> None:
 
     if args.part == "grouping":
         for paths in args.paths.split(","):
-            grouping(floats(args.merge), args.join, args.overlap, floats(args.agreement), paths)
+            grouping(floats(args.merge), args.join, args.overlap, floats(args.agreement), paths, floats(args.path_join))
         return
     for hl in floats(args.half_life):
         for follow in floats(args.follow):

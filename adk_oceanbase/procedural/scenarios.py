@@ -16,6 +16,10 @@ On the tune split that took the tasks split over several scenarios from
 paths alone (``merge_agreement=None``) also merged two tasks that share a
 one-tool path: purity 0.918-0.922 on two tune seeds, 0.972-0.983 with the
 outcomes compared.
+What a run did also decides its join (``ProceduralSettings.path_similarity``):
+a run whose nearest centroid never ran its tool path joins the nearest
+scenario within that lower bar that did (:meth:`Grouping.assign`), so a
+wording that reads like another task is filed with the task it runs like.
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
@@ -120,7 +124,7 @@ class Grouping:
     def __init__(
         self, known: Sequence[Centroid], *, join: float, merge: float | None, overlap: float = 0.5,
         paths: Mapping[str, Iterable[str]] | None = None, agreement: float | None = None,
-        outcomes: Mapping[str, Mapping[str, tuple[int, int]]] | None = None,
+        outcomes: Mapping[str, Mapping[str, tuple[int, int]]] | None = None, path_join: float | None = None,
     ):
         self.known = {c.scenario_id: c for c in known}
         self.paths = {k: set(v) for k, v in (paths or {}).items()}
@@ -129,14 +133,14 @@ class Grouping:
         for k, v in self.outcomes.items():
             self.paths.setdefault(k, set()).update(v)
         self.join, self.merge, self.overlap, self.agreement = join, merge, overlap, agreement
+        self.path_join = path_join
 
     def assign(
         self, vec: np.ndarray, new: str, path: str | None = None, outcome: bool | None = None
     ) -> tuple[str, list[tuple[str, str]]]:
         """Adds the unit vector ``vec`` run on ``path`` (``outcome``: succeeded, failed, ``None`` unknown):
         ``(its scenario, [(merged, into), ...])``; ``new`` names a scenario it starts."""
-        target, _score = nearest(vec, list(self.known.values()), self.join)
-        target = target or new
+        target = self._join_of(vec, path) or new
         self.add(target, vec, path, outcome)
         merges = []
         while (pair := self._merge_of(target)) is not None:
@@ -145,6 +149,35 @@ class Grouping:
             merges.append(pair)
             target = dst
         return target, merges
+
+    def _join_of(self, vec: np.ndarray, path: str | None) -> str | None:
+        """The scenario a request joins: the nearest centroid at ``join`` or more, unless the run's path says otherwise.
+
+        With ``path_join`` set, a run whose nearest centroid has never run its
+        tool path (or that no centroid reaches) joins the nearest scenario within
+        ``path_join`` that has.  Why: MiniLM puts a wording nearer another task's
+        centroid than its own (tune split: missing_item's wordings at 0.62-0.78
+        of a reorder scenario, 0.40-0.54 of their own), and once filed there its paths were
+        filed there too, so text alone could never undo it; two tasks seldom run
+        the same path, so the path tells them apart where the text does not.  It
+        also files a task's later runs, which mostly take its learned best path,
+        with the scenario that knows that path instead of starting a fragment that
+        knows one path of four and so never reaches ``merge_overlap``.
+        Scenarios within ``merge`` of the nearest one are passed over: they may be
+        fragments of its task, which the merge rule joins once they share paths,
+        and filing by path would keep their paths apart for ever (tune split, bar
+        0.4: 6.2 tasks split per seed without this exception, 2.1 with it, 4.5
+        with no join by path).  Pure and deterministic:
+        the same centroids and paths give the same answer to every extractor.
+        """
+        target, _score = nearest(vec, list(self.known.values()), self.join)
+        if self.path_join is None or path is None or (target is not None and path in self.paths.get(target, ())):
+            return target
+        home = self.known[target].direction if target is not None else None
+        ran = [c for c in self.known.values() if c.direction is not None and path in self.paths.get(c.scenario_id, ())
+               and (home is None or self.merge is None or float(np.dot(c.direction, home)) < self.merge)]
+        found = near(vec, ran, self.path_join, limit=1)
+        return found[0][0] if found else target
 
     def add(self, scenario: str, vec: np.ndarray | None, path: str | None = None, outcome: bool | None = None) -> None:
         have = self.known.get(scenario)

@@ -39,6 +39,18 @@ class ProceduralSettings:
     (``benchmarks/procedural_tune.py grouping``: 0.45 split 0-3 of 12 tasks, purity 0.925-1.0; none:
     6-9 split).  ``None``: never merge."""
 
+    path_similarity: float | None = 0.4
+    """A run whose nearest centroid (at ``similarity`` or more) never ran its tool path, or that no centroid
+    reaches, joins the nearest scenario at this cosine or more that ran it, unless that scenario is within
+    ``merge_similarity`` of the nearest one (fragments of one task are left to the merge rule).  A wording
+    nearer another task's centroid than its own (MiniLM: 0.62-0.78 against 0.40-0.54 on the tune split) is
+    filed with the task whose paths it runs, not the one its text resembles.  0.4 was chosen on the tune split
+    only (``benchmarks/procedural_replay.py --split tune --path-join``, seeds 101-112; benchmarks/README.md,
+    session 19): tasks split over several scenarios 4.5 -> 2.1 per seed (fewer on 12 of 12), purity 0.952 ->
+    0.965, expected gap to the oracle 1.1 points smaller; the noise run 1.3 points further (se 1.4), the drift
+    run followed within 20 sessions on 3 seeds of 12 against 5.  ``None``: the request text alone decides
+    (the rule before)."""
+
     merge_overlap: float = 0.5
     """Jaccard overlap of two scenarios' tool paths that a merge also needs (with ``merge_agreement``:
     only paths that agree in outcome count as shared)."""
@@ -112,6 +124,9 @@ class ProceduralSettings:
         if self.merge_agreement is not None and (isinstance(self.merge_agreement, bool)
                                                  or not 0.0 <= self.merge_agreement <= 1.0):
             raise ConfigurationError("ProceduralSettings.merge_agreement must be in [0, 1] or None")
+        if self.path_similarity is not None and (isinstance(self.path_similarity, bool)
+                                                 or not 0.0 < self.path_similarity <= 1.0):
+            raise ConfigurationError("ProceduralSettings.path_similarity must be in (0, 1] or None")
         if not 0.0 < self.merge_overlap <= 1.0:
             raise ConfigurationError("ProceduralSettings.merge_overlap must be in (0, 1]")
         if self.pool_similarity is not None and not 0.0 < self.pool_similarity <= 1.0:

@@ -153,6 +153,7 @@ class ProcedureStore(DatabaseService):
                     await self._centroids(conn, app, scope, lock=True), join=self.settings.similarity,
                     merge=self.settings.merge_similarity, overlap=self.settings.merge_overlap,
                     agreement=self.settings.merge_agreement, outcomes=await ledger.scope_paths(conn, app, scope),
+                    path_join=self.settings.path_similarity,
                 )
                 changed = 0
                 for inv, reason, label in work:

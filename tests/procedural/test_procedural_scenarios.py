@@ -87,9 +87,12 @@ def test_merge_agreement_counts_only_shared_paths_that_agree_in_outcome():
 
 
 async def test_fragments_whose_shared_path_disagrees_in_outcome_are_not_merged(pdb):
-    # both engines: the outcomes a merge compares come from procedure_stats under the scope's lock
+    # both engines: the outcomes a merge compares come from procedure_stats under the scope's lock; the merge
+    # rule alone (path_similarity=None: with the join by path the second run would join the first's scenario
+    # outright, having run its path: test_procedural_path_join.py)
     for app, agreement in (("strict", 0.5), ("loose", None)):
-        ps = store(pdb, similarity=0.9, merge_similarity=0.5, pool_similarity=0.5, merge_agreement=agreement)
+        ps = store(pdb, similarity=0.9, merge_similarity=0.5, pool_similarity=0.5, merge_agreement=agreement,
+                   path_similarity=None)
         await ps.extract_session(session(run("i", REFUND, ["a"], True), app=app))
         await ps.extract_session(session(run("i", "please refund my order number 1", ["a"], False), app=app))
         found = await scenarios(pdb, app)
