@@ -98,7 +98,7 @@ class ScriptedAgent(BaseAgent):
 
 async def run_one(
     db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None,
-    follow: float | None = FOLLOW, cost: float = COST,
+    follow: float | None = FOLLOW, cost: float = COST, decline: str = "default",
 ) -> dict:
     from google.adk.runners import Runner
 
@@ -108,7 +108,8 @@ async def run_one(
     env: Environment = build(seed)
     drift = add_drift(env) if condition == "drift" else None
     app = f"proc_{condition}_{policy}"
-    settings = ProceduralSettings(pool_similarity=pool)
+    extra = {} if decline == "default" else {"decline_p": None if decline == "none" else float(decline)}
+    settings = ProceduralSettings(pool_similarity=pool, **extra)
     store = ProcedureStore(database=db, embedder=embedder, settings=settings) if policy == "ours" else None
     service = OceanBaseSessionService(database=db)
     agent = ScriptedAgent(name="scripted", policy=policy, env=env, store=store, noise=0.2 if condition == "noise" else 0.0,
@@ -202,6 +203,8 @@ async def main() -> None:
     parser.add_argument("--follow", default=str(FOLLOW), help="the agent's follow bar, or 'draws' (the old rule)")
     parser.add_argument("--cost", type=float, default=COST,
                         help="the agent's cost exponent alpha when exploring (ours only; procedural_replay.py --cost)")
+    parser.add_argument("--decline-p", default="default",
+                        help="ProceduralSettings.decline_p ('none': the rule before it; default: the setting's default)")
     parser.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     parser.add_argument("--hash-embedder", action="store_true", help="HashEmbedder instead of MiniLM (faster, lexical)")
     parser.add_argument("--out", default=None)
@@ -237,8 +240,8 @@ async def main() -> None:
             for condition in args.runs.split(","):
                 for policy in args.policies.split(","):
                     r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity, follow,
-                                      args.cost)
-                    r.update(pool_similarity=args.pool_similarity, follow=args.follow, cost=args.cost)
+                                      args.cost, args.decline_p)
+                    r.update(pool_similarity=args.pool_similarity, follow=args.follow, cost=args.cost, decline_p=args.decline_p)
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"

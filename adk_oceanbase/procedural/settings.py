@@ -91,6 +91,14 @@ class ProceduralSettings:
     """Newest known outcomes of a scenario (all its paths together) that ranking and confidence read;
     at the default half-life the oldest of them weighs 1.6 %."""
 
+    decline_p: float | None = 0.01
+    """A path whose newest outcomes in the window are worse than its older ones with a one-sided p-value
+    below this (Fisher's exact test, the smallest over every split of its outcomes:
+    :func:`~adk_oceanbase.procedural.stats.decline_point`) is judged on its outcomes since that split only
+    and served with ``getting_worse``: a path that broke loses the long evidence of its good past within
+    a few failures, while a stable path's chance failures (one in ten: p = 1/11) change nothing.
+    ``None``: every outcome in the window counts (the rule before)."""
+
     min_samples: int = 3
     """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
 
@@ -126,5 +134,7 @@ class ProceduralSettings:
                 raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")
         if self.half_life is not None and (isinstance(self.half_life, bool) or not self.half_life > 0):
             raise ConfigurationError(f"ProceduralSettings.half_life must be positive or None, got {self.half_life!r}")
+        if self.decline_p is not None and (isinstance(self.decline_p, bool) or not 0.0 < self.decline_p < 1.0):
+            raise ConfigurationError(f"ProceduralSettings.decline_p must be in (0, 1) or None, got {self.decline_p!r}")
         if not 0.0 <= self.min_confidence <= 1.0 or not self.z > 0:
             raise ConfigurationError("ProceduralSettings.min_confidence must be in [0, 1] and z positive")
