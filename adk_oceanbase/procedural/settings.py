@@ -96,8 +96,13 @@ class ProceduralSettings:
     below this (Fisher's exact test, the smallest over every split of its outcomes:
     :func:`~adk_oceanbase.procedural.stats.decline_point`) is judged on its outcomes since that split only
     and served with ``getting_worse``: a path that broke loses the long evidence of its good past within
-    a few failures, while a stable path's chance failures (one in ten: p = 1/11) change nothing.
-    ``None``: every outcome in the window counts (the rule before)."""
+    a few failures, while a stable path's chance failures (one in ten: p = 1/11) change nothing.  At 0.01
+    one failure is never a change within the 60-outcome window (its p-value is at least 1/61); two after 20
+    successes are (p = 1/231).  0.01 was chosen on the tune split only (``benchmarks/procedural_replay.py
+    --split tune``, seeds 101-112, paired with the rule off; benchmarks/README.md, session 19): the drifted
+    task's recommendation switched within 20 sessions and kept it on 6 of 12 seeds against 5 (on 5 of 12
+    against 4 on seeds 113-124), clean and noise runs within 0.1 point of the rule off; 0.002 never fired
+    outside the drift and followed on 4 of 12.  ``None``: every outcome in the window counts (the rule before)."""
 
     min_samples: int = 3
     """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
