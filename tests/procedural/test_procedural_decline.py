@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from adk_oceanbase.errors import ConfigurationError
@@ -96,8 +98,7 @@ async def test_a_broken_path_recovers_its_advice_once_it_works_again(pdb):
 def test_the_advice_says_a_path_is_getting_worse():
     from .test_procedural_serving import _proc  # one Procedure builder for the serving tests
 
-    broken = _proc(9, 0.0)
-    broken = type(broken)(**{**broken.__dict__, "getting_worse": True, "earlier_success_rate": 0.9})
+    broken = dataclasses.replace(_proc(9, 0.0), getting_worse=True, earlier_success_rate=0.9)
     block = format_advice(Recall(scenario_id="s", similarity=1.0, procedures=[_proc(0)], avoid=[broken]),
                           budget_tokens=10_000)
     assert "getting worse (was 90%)" in block and block.count("getting worse") == 1
