@@ -176,6 +176,8 @@ def main() -> None:
     parser.add_argument("--path-join", default=str(ProceduralSettings().path_similarity),
                         help="ProceduralSettings.path_similarity values (none: the request text alone joins), comma-separated")
     parser.add_argument("--cost", default=str(COST), help="the agent's cost exponent alpha (choose), comma-separated")
+    parser.add_argument("--decline", default="default",
+                        help="ProceduralSettings.decline_p values ('none': off; 'default': the setting's default), comma-separated")
     parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -196,14 +198,16 @@ def main() -> None:
 
     results = []
     grid = itertools.product(args.runs.split(","), args.agreement.split(","), args.recall.split(","),
-                             [float(c) for c in args.cost.split(",")], args.path_join.split(","), seeds)
-    for condition, a, mode, cost, pj, seed in grid:
+                             [float(c) for c in args.cost.split(",")], args.path_join.split(","), args.decline.split(","),
+                             seeds)
+    for condition, a, mode, cost, pj, decline, seed in grid:
+        extra = {} if decline == "default" else {"decline_p": None if decline == "none" else float(decline)}
         settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
                                       recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]),
-                                      path_similarity=None if pj == "none" else float(pj))
+                                      path_similarity=None if pj == "none" else float(pj), **extra)
         r = replay(embed, condition, seed, settings, wordings=wordings,
                    sessions=args.sessions or 50 * len(wordings or WORDINGS), cost=cost)
-        r.update(recall=mode, cost=cost, path_similarity=settings.path_similarity)
+        r.update(recall=mode, cost=cost, path_similarity=settings.path_similarity, decline_p=settings.decline_p)
         results.append(r)
         print(json.dumps(r), flush=True)
     if args.out:

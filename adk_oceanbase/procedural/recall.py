@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any, Mapping, Sequence
 
 from .settings import ProceduralSettings
-from .stats import median_of_counts, wilson_lower_bound
+from .stats import decline_point, median_of_counts, wilson_lower_bound
 
 __all__ = ["Procedure", "Recall", "build_recall"]
 
@@ -41,6 +41,13 @@ class Procedure:
     last_seen: datetime | None
     failure_reasons: list[dict[str, Any]] = field(default_factory=list)
     """``[{"tool": failed tool, "reason": redacted reason, "count": n}]``, most frequent first."""
+    getting_worse: bool = False
+    """Its newest outcomes are significantly worse than its older ones (``ProceduralSettings.decline_p``):
+    :attr:`confidence`, :attr:`evidence`, :attr:`recent_success_rate` and :attr:`recent_samples` then
+    count only the outcomes since the change, so a path that broke stops being advised within a few runs
+    while a stable path keeps its long evidence."""
+    earlier_success_rate: float | None = None
+    """With :attr:`getting_worse`: the recency-weighted success rate of its outcomes before the change."""
 
     @property
     def samples(self) -> int:
@@ -70,7 +77,8 @@ class Recall:
                 "tools": p.tools, "steps": p.steps, "success_rate": _round(p.success_rate),
                 "recent_success_rate": _round(p.recent_success_rate), "confidence": round(p.confidence, 3),
                 "samples": p.samples, "median_iterations": p.median_iterations,
-                "failures": p.failure_reasons[:3],
+                "failures": p.failure_reasons[:3], "getting_worse": p.getting_worse,
+                "earlier_success_rate": _round(p.earlier_success_rate),
             }
 
         return {
@@ -100,6 +108,17 @@ def _pooled(stats: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
+def _since_decline(w: Sequence[tuple[float, bool]], decline_p: float | None) -> tuple[int, float]:
+    """``(k, earlier weighted successes)``: the path's newest ``k`` outcomes are significantly worse than the
+    rest (``k`` 0: no decline, or the test is off)."""
+    if decline_p is None or len(w) < 2:
+        return 0, 0.0
+    p, k = decline_point([ok for _, ok in w])
+    if p >= decline_p or k == 0:
+        return 0, 0.0
+    return k, sum(x for x, ok in w[k:] if ok)
+
+
 def build_recall(
     scenario: str, similarity: float, stats: Sequence[Mapping[str, Any]], recent: Sequence[Any],
     iterations: Sequence[Any], failures: Sequence[Any], settings: ProceduralSettings, top_k: int,
@@ -110,6 +129,9 @@ def build_recall(
     ``recent`` is ``(path_hash, outcome)`` of the scenarios' newest known
     outcomes, newest first: the i-th weighs ``0.5 ** (i / half_life)``.  The
     age is counted in the scenario's outcomes, whichever path they were on.
+    A path whose newest outcomes are significantly worse than its older ones
+    (``settings.decline_p``, :func:`~.stats.decline_point`) is judged on the
+    outcomes since the change only, and marked ``getting_worse``.
     """
     window: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     for age, (path, outcome) in enumerate(recent[: settings.recent_window]):
@@ -129,6 +151,10 @@ def build_recall(
         if s + f + u <= 0:
             continue
         w = window.get(row["path_hash"], [])
+        worse, earlier = _since_decline(w, settings.decline_p)
+        if worse:
+            w, earlier_weight = w[:worse], sum(x for x, _ in w[worse:])
+            earlier = earlier / earlier_weight if earlier_weight else None
         weight = sum(x for x, _ in w)
         wins = sum(x for x, ok in w if ok)
         steps = json.loads(row["tool_path"] or "[]")
@@ -141,6 +167,7 @@ def build_recall(
             median_iterations=median_of_counts(iters.get(row["path_hash"], {})),
             mean_tool_calls=int(row["tool_calls_sum"]) / runs, last_seen=row["last_seen"],
             failure_reasons=reasons.get(row["path_hash"], []),
+            getting_worse=bool(worse), earlier_success_rate=earlier if worse else None,
         )
         if len(w) >= settings.min_samples and proc.confidence >= settings.min_confidence:
             good.append(proc)

@@ -40,6 +40,7 @@ def _worked(p: Procedure) -> str:
             f"{p.samples} runs in all)")
     if p.median_iterations is not None:
         line += f", median {p.median_iterations:g} iteration(s)"
+    line += _worse(p)
     if p.failure_reasons:
         top = p.failure_reasons[0]
         line += f"; when it failed: {top['tool'] or 'outcome'}: {top['reason'] or 'no reason given'}"
@@ -49,10 +50,19 @@ def _worked(p: Procedure) -> str:
 def _avoid(p: Procedure) -> str:
     line = (f"- Avoid: {' -> '.join(p.tools)}; {round((1 - (p.recent_success_rate or 0)) * 100)}% of its "
             f"{p.recent_samples} recent runs failed")
+    line += _worse(p)
     if p.failure_reasons:
         top = p.failure_reasons[0]
         line += f" ({top['tool'] or 'outcome'}: {top['reason'] or 'no reason given'})"
     return line
+
+
+def _worse(p: Procedure) -> str:
+    """A path that broke is said to have broken: "it used to work" is what a reader needs to know."""
+    if not p.getting_worse:
+        return ""
+    was = "" if p.earlier_success_rate is None else f" (was {round(p.earlier_success_rate * 100)}%)"
+    return f"; getting worse{was}"
 
 
 def format_advice(recall: Recall, *, budget_tokens: int = 200, counter: TokenCounter | None = None) -> str:

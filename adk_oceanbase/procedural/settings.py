@@ -103,6 +103,19 @@ class ProceduralSettings:
     """Newest known outcomes of a scenario (all its paths together) that ranking and confidence read;
     at the default half-life the oldest of them weighs 1.6 %."""
 
+    decline_p: float | None = 0.01
+    """A path whose newest outcomes in the window are worse than its older ones with a one-sided p-value
+    below this (Fisher's exact test, the smallest over every split of its outcomes:
+    :func:`~adk_oceanbase.procedural.stats.decline_point`) is judged on its outcomes since that split only
+    and served with ``getting_worse``: a path that broke loses the long evidence of its good past within
+    a few failures, while a stable path's chance failures (one in ten: p = 1/11) change nothing.  At 0.01
+    one failure is never a change within the 60-outcome window (its p-value is at least 1/61); two after 20
+    successes are (p = 1/231).  0.01 was chosen on the tune split only (``benchmarks/procedural_replay.py
+    --split tune``, seeds 101-112, paired with the rule off; benchmarks/README.md, session 19): the drifted
+    task's recommendation switched within 20 sessions and kept it on 6 of 12 seeds against 5 (on 5 of 12
+    against 4 on seeds 113-124), clean and noise runs within 0.1 point of the rule off; 0.002 never fired
+    outside the drift and followed on 4 of 12.  ``None``: every outcome in the window counts (the rule before)."""
+
     min_samples: int = 3
     """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
 
@@ -141,5 +154,7 @@ class ProceduralSettings:
                 raise ConfigurationError(f"ProceduralSettings.{name} must be a positive integer, got {value!r}")
         if self.half_life is not None and (isinstance(self.half_life, bool) or not self.half_life > 0):
             raise ConfigurationError(f"ProceduralSettings.half_life must be positive or None, got {self.half_life!r}")
+        if self.decline_p is not None and (isinstance(self.decline_p, bool) or not 0.0 < self.decline_p < 1.0):
+            raise ConfigurationError(f"ProceduralSettings.decline_p must be in (0, 1) or None, got {self.decline_p!r}")
         if not 0.0 <= self.min_confidence <= 1.0 or not self.z > 0:
             raise ConfigurationError("ProceduralSettings.min_confidence must be in [0, 1] and z positive")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import base64
 import math
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["decode_vector", "encode_vector", "median_of_counts", "wilson_lower_bound"]
+__all__ = ["decline_point", "decode_vector", "encode_vector", "median_of_counts", "wilson_lower_bound"]
 
 
 def wilson_lower_bound(successes: float, n: float, z: float = 1.96) -> float:
@@ -28,6 +28,42 @@ def wilson_lower_bound(successes: float, n: float, z: float = 1.96) -> float:
     centre = p + z2 / (2 * n)
     margin = z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
     return max(0.0, (centre - margin) / (1 + z2 / n))
+
+
+def decline_point(outcomes: Sequence[bool]) -> tuple[float, int]:
+    """Where a path's outcomes got worse: ``(p, k)``, the smallest one-sided p-value over every split of
+    ``outcomes`` (newest first) into its newest ``k`` and the older rest, and that ``k``.
+
+    The p-value is Fisher's exact test that the newest ``k`` held this few
+    successes by chance when every outcome had the same success rate: the
+    hypergeometric probability of at most the observed successes among ``k``
+    draws from all of them.  Exact, so it holds at the handful of runs a path
+    has (one failure after ten successes: p = 1/11; three after ten: 1/286,
+    where a likelihood-ratio test would call both significant).  ``(1.0, 0)``
+    when no split is worse than the rest.  The smallest of up to ``n - 1``
+    p-values is not itself a p-value: the threshold that uses it
+    (``ProceduralSettings.decline_p``) was chosen on the benchmark's tune split.
+
+    Example:
+        >>> p, k = decline_point([False, False, False] + [True] * 10)
+        >>> round(p, 4), k
+        (0.0035, 3)
+        >>> decline_point([True] * 5)
+        (1.0, 0)
+    """
+    n, total = len(outcomes), sum(1 for ok in outcomes if ok)
+    best, where, wins = 1.0, 0, 0
+    if n < 2 or total in (0, n):
+        return best, where
+    for k in range(1, n):
+        wins += 1 if outcomes[k - 1] else 0
+        if wins * n >= total * k:  # the newest k did no worse than the whole: no decline at this split
+            continue
+        tail = sum(math.comb(total, x) * math.comb(n - total, k - x) for x in range(max(0, k - (n - total)), wins + 1))
+        p = tail / math.comb(n, k)
+        if p < best:
+            best, where = p, k
+    return best, where
 
 
 def median_of_counts(counts: Mapping[int, int] | Iterable[tuple[int, int]]) -> float | None:
