@@ -284,9 +284,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         # One changed value (the message list's delta when there is one) rides in the checkpoint row, so the
         # common put is one statement (see the module docstring); not into a checkpoint this saver wrote
         # before: a re-put would replace the value that row holds, which later checkpoints may name.
-        rider = None
-        if riders and (prev is None or prev.cid != cid):
-            rider = blobs.pop(max(riders, key=lambda r: (r[0], -r[1]))[1])[1]
+        rider = self._rider(blobs, riders) if prev is None or prev.cid != cid else None
         rows = self._rows_for(versions, chains, inline, prev, cid, rider)
         body = {**stored, "channel_values": inline}
         if chains:
@@ -306,6 +304,13 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         await self._write([*blobs, checkpoint])
         self._remember(thread, ns, _Recent(cid, versions, chains, frozenset(inline), rows), lists)
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
+
+    @staticmethod
+    def _rider(blobs: list[tuple[Any, Any]], riders: list[tuple[bool, int]]) -> dict[str, Any] | None:
+        """The blob row that rides in the checkpoint row instead (taken out of ``blobs``): a delta first, else the first value."""
+        if not riders:
+            return None
+        return blobs.pop(max(riders, key=lambda r: (r[0], -r[1]))[1])[1]
 
     @staticmethod
     def _rows_for(versions: dict[str, str], chains: dict[str, tuple[str, ...]], inline: dict[str, Any],
@@ -585,7 +590,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
 
         values: dict[tuple[str, str, str, str], Any] = {}
         out = []
-        for (thread, ns, cid, parent, _t, _p, md), cp, recent, inline in decoded:
+        for entry in decoded:
+            (thread, ns, cid, parent, _t, _p, md), cp, recent, inline = entry
             lists: dict[str, delta.Known] = {}
             cp["channel_values"] = {}
             for ch, v in recent.versions.items():
@@ -605,7 +611,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                     vtype, data = got
                     chain: tuple[str, ...] = ()
                     if vtype.startswith(delta.APPEND):
-                        vtype, data, chain = await self._assemble(key, vtype, data, unpacked, fetched, holder_of)
+                        vtype, data, chain = await self._assemble(key, vtype, data, unpacked, fetched, holder_of, entry)
                     values[key] = self.serde.loads_typed((vtype, data))
                     if seen is not None and codec.names_one_value(v):
                         lists[ch] = delta.known_of(v, vtype, data, chain, fetched[key][6])
@@ -647,13 +653,15 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                     holder_of.setdefault((thread, ns, ch, v), holder)
                 parent = rows[0][3]
             todo -= mine
-        holders = sorted({(k[0], k[1], holder_of[k]) for k in lost if k in holder_of})
+        # the lost values and what else the walk named of their channels (a delta's bases): one round trip
+        channels = {k[:3] for k in lost}
+        holders = sorted({(k[0], k[1], h) for k, h in holder_of.items() if k[:3] in channels and k not in fetched})
         if holders:
             ((_, more),) = await self._fetch([q.select_row_deltas(self.app_name, holders)])
             fetched.update((tuple(b[:4]), b) for b in more)
 
     async def _assemble(self, key: tuple[str, str, str, str], vtype: str, data: bytes, unpacked: Any,
-                        fetched: dict[Any, Any], holder_of: dict[Any, str]) -> tuple[str, bytes, tuple[str, ...]]:
+                        fetched: dict[Any, Any], holder_of: dict[Any, str], entry: Any) -> tuple[str, bytes, tuple[str, ...]]:
         """A delta blob's whole list (:func:`.delta.assemble`), fetching bases the checkpoint did not name."""
         thread, ns, ch, version = key
 
@@ -666,6 +674,10 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 return delta.assemble(version, vtype, data, row)
             except delta.MissingBase as missing:
                 base = (thread, ns, ch, missing.version)
+                if base not in holder_of:  # a checkpoint that does not name its chain: its ancestors do
+                    await self._find_lost([entry], [base], holder_of, fetched)
+                    if base in fetched:
+                        continue
                 batch = [q.select_blobs(self.app_name, [base])]
                 if (holder := holder_of.get(base)) is not None:
                     batch.append(q.select_row_deltas(self.app_name, [(thread, ns, holder)]))
