@@ -70,7 +70,7 @@ class RawTransaction:
         Any statement after that starts a new transaction, which the context
         manager commits (or rolls back) as usual."""
 
-    async def batch(self, statements: Sequence[tuple[str | Executable, Any]]) -> list[Result]:
+    async def batch(self, statements: Sequence[tuple[str | Executable, Any]], *, read_only: bool = False) -> list[Result]:
         """Runs ``statements`` in order, in one round trip when the connection allows it.
 
         Each item is ``(sql, params)``: ``params`` a mapping, or a list of
@@ -81,15 +81,25 @@ class RawTransaction:
         the same round trip.  The server stops at the first failing statement
         and the error is raised here; the statements before it stay part of
         the open transaction, which the context manager then rolls back.
+        ``read_only``: the statements change nothing, so on a connection in
+        autocommit mode they go without the ``BEGIN`` and the ``COMMIT``
+        (each statement sees the latest committed data either way, as under
+        READ COMMITTED): ``BEGIN; SELECT; SELECT; COMMIT`` cost a
+        ``get_tuple`` ~10% more than ``SELECT; SELECT``.
 
         Raises:
             PacketTooLargeError: a packet would exceed the server's
                 ``max_allowed_packet``; checked before anything is sent.
         """
-        texts = [self._render(sql, params) for sql, params in statements]
         commits = bool(statements) and statements[-1][0] == COMMIT
         self.finished = False
         begins = _needs_begin(self._cursor.connection)
+        dropped = 0
+        if begins and read_only:
+            begins = False
+            if commits and len(statements) > 1:
+                statements, dropped = statements[:-1], 1
+        texts = [self._render(sql, params) for sql, params in statements]
         if begins:
             texts.insert(0, _BEGIN)
         if self._multi:
@@ -106,6 +116,8 @@ class RawTransaction:
                 results.append(await self._collect())
         if commits:
             self.finished = True
+        if dropped:
+            results.append((0, []))  # the COMMIT's answer, as if it had been sent
         return results[1:] if begins else results
 
     async def single(self, sql: str, params: Any) -> Result:

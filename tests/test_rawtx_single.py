@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from sqlalchemy import text
 
-from adk_oceanbase.rawtx import ConnectionLease, raw_transaction
+from adk_oceanbase.rawtx import COMMIT, ConnectionLease, raw_transaction
 
 INSERT = ("INSERT INTO lg_checkpoint_writes (app_name, thread_id, checkpoint_id, task_id, idx, channel, value_type) "
           "VALUES ('rawtx', %(thread)s, 'c', 't', %(idx)s, 'ch', 'x')")
@@ -57,6 +57,12 @@ async def test_a_lease_connection_stays_in_autocommit_and_transactions_on_it_sti
         await tx.batch([(INSERT, {"thread": "t-lease", "idx": 6})])
     assert await rows(engine, "t-lease") == 4
     assert await autocommit_of(engine, lease) == 1
+    async with raw_transaction(engine, lease=lease) as tx:  # a read batch: its answers as on any connection
+        got = await tx.batch([("SELECT 1", None), ("SELECT COUNT(*) FROM lg_checkpoint_writes WHERE thread_id = 't-lease'",
+                                                    None), (COMMIT, None)], read_only=True)
+        assert [r[1] for r in got[:2]] == [[(1,)], [(4,)]] and len(got) == 3
+        await tx.single(INSERT, {"thread": "t-lease", "idx": 7})  # nothing left open before it
+    assert await rows(engine, "t-lease") == 5
     await lease.release()
     assert await pooled_autocommit(engine) == {0}  # back in autocommit 0 before the pool saw it
 
