@@ -19,7 +19,7 @@ __all__ = [
     "DELETE_THREAD",
     "INSERT_BLOBS",
     "INSERT_EMPTY_BLOB",
-    "INSERT_WRITES_IGNORE",
+    "INSERT_WRITES_FIRST",
     "UPSERT_CHECKPOINT",
     "UPSERT_CHECKPOINT_DELTA",
     "UPSERT_WRITES",
@@ -92,7 +92,11 @@ VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(idx)s, %(user)s, %(chan
 UPSERT_WRITES = "INSERT" + _WRITES + (
     "ON DUPLICATE KEY UPDATE channel = VALUES(channel), value_type = VALUES(value_type), payload = VALUES(payload)"
 )
-INSERT_WRITES_IGNORE = "INSERT IGNORE" + _WRITES
+# Not INSERT IGNORE: a lone write is sent alone on an autocommit connection (no COMMIT after it in
+# the packet), and the driver answers a statement that ends a packet with warnings (a duplicate
+# under IGNORE) by a SHOW WARNINGS round trip and a Python warning.  A no-op update keeps the first
+# row just the same, without a warning.
+INSERT_WRITES_FIRST = "INSERT" + _WRITES + "ON DUPLICATE KEY UPDATE task_id = task_id"
 
 DELETE_THREAD = [
     "DELETE FROM lg_checkpoint_writes WHERE app_name = %(app)s AND thread_id = %(thread)s",

@@ -387,7 +387,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                          "path": task_path, "type": wtype, "payload": codec.hex_of(blob)})
         if rows:
             special = all(r["idx"] < 0 for r in rows)
-            sql = q.UPSERT_WRITES if special else q.INSERT_WRITES_IGNORE
+            sql = q.UPSERT_WRITES if special else q.INSERT_WRITES_FIRST
             await self._write([(sql, row) for row in rows])
 
     async def adelete_thread(self, thread_id: str) -> None:
