@@ -633,7 +633,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 cp["channel_values"][ch] = values[key]
             if seen is not None:
                 found = {k[2:]: h for k, h in holder_of.items() if k[:2] == (thread, ns)}
-                seen.append((recent._replace(rows={**found, **(recent.rows or {})}), lists))
+                seen.append((_Recent(cid, recent.versions, recent.chains, recent.inline, {**found, **(recent.rows or {})}), lists))
             out.append(CheckpointTuple(
                 config=codec.config_for(thread, ns, cid),  # type: ignore[arg-type]
                 checkpoint=cp,
