@@ -253,7 +253,11 @@ def delete_checkpoints_except(app: str, thread: str, ns: str, keep: str) -> tupl
     """Deletes the checkpoints of one thread namespace, and their writes, but ``keep`` (their held values move first)."""
     params = {"app": app, "thread": thread, "ns": ns, "keep": keep}
     scope = "app_name = %(app)s AND thread_id = %(thread)s AND checkpoint_ns = %(ns)s AND checkpoint_id <> %(keep)s"
-    return [_MOVE_DELTAS.format(scope=scope), f"DELETE FROM lg_checkpoint_writes WHERE {scope}", f"DELETE FROM lg_checkpoints WHERE {scope}"], params
+    return [
+        _MOVE_DELTAS.format(scope=scope),
+        f"DELETE FROM lg_checkpoint_writes WHERE {scope}",
+        f"DELETE FROM lg_checkpoints WHERE {scope}",
+    ], params
 
 
 def delete_blobs_except(app: str, thread: str, ns: str, keep: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:

@@ -92,7 +92,9 @@ class _Recent(NamedTuple):
     inline: frozenset[str] = frozenset()
     """Channels whose value the checkpoint row holds itself (:func:`.codec.inline_values`): no blob to fetch."""
     rows: dict[tuple[str, str], str] | None = None
-    """``(channel, version)`` -> the checkpoint whose row holds that value (:data:`.delta.ROWS_KEY`), for those not in the blob table."""
+    """``(channel, version)`` -> the checkpoint whose row holds that value (:data:`.delta.ROWS_KEY`).
+
+    Only for values in checkpoint rows, not in the blob table."""
 
     def blob_keys(self, held: Any = lambda ch, v: False) -> list[tuple[str, str]]:
         """``(channel, version)`` of every blob a read of this checkpoint fetches, the delta chains' included.
@@ -322,7 +324,9 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
 
     @staticmethod
     def _rider(blobs: list[tuple[Any, Any]], riders: list[tuple[bool, int]]) -> dict[str, Any] | None:
-        """The blob row that rides in the checkpoint row instead (taken out of ``blobs``): a delta first, else the first value."""
+        """The blob row that rides in the checkpoint row instead (taken out of ``blobs``).
+
+        A delta first (the message list's), else the first changed value."""
         if not riders:
             return None
         return blobs.pop(max(riders, key=lambda r: (r[0], -r[1]))[1])[1]
@@ -633,7 +637,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 cp["channel_values"][ch] = values[key]
             if seen is not None:
                 found = {k[2:]: h for k, h in holder_of.items() if k[:2] == (thread, ns)}
-                seen.append((_Recent(cid, recent.versions, recent.chains, recent.inline, {**found, **(recent.rows or {})}), lists))
+                named = {**found, **(recent.rows or {})}
+                seen.append((_Recent(cid, recent.versions, recent.chains, recent.inline, named), lists))
             out.append(CheckpointTuple(
                 config=codec.config_for(thread, ns, cid),  # type: ignore[arg-type]
                 checkpoint=cp,
