@@ -93,7 +93,7 @@ async def read_batch(
 
     async def once() -> list[Any]:
         async with raw(db, lease) as tx:
-            return (await tx.batch(batch))[: len(statements)]
+            return (await tx.batch(batch, read_only=True))[: len(statements)]
 
     def rerun(exc: BaseException) -> bool:  # typed errors keep the driver's as cause
         return is_connection_lost(exc) or driver_error_code(exc.__cause__ or exc) in rerun_codes

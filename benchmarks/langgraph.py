@@ -192,7 +192,8 @@ async def storage_bytes(name: str, saver: Any, thread: str) -> tuple[int, int] |
 
         async with saver.database.engine.connect() as conn:
             row = (await conn.execute(text(
-                "SELECT (SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata)), 0) FROM lg_checkpoints WHERE thread_id = :t)"
+                "SELECT (SELECT COALESCE(SUM(LENGTH(checkpoint) + LENGTH(metadata) + COALESCE(LENGTH(delta_payload), 0)), 0)"
+                " FROM lg_checkpoints WHERE thread_id = :t)"
                 " + (SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM lg_checkpoint_blobs WHERE thread_id = :t)"
                 " + (SELECT COALESCE(SUM(LENGTH(payload)), 0) FROM lg_checkpoint_writes WHERE thread_id = :t),"
                 " (SELECT COUNT(*) FROM lg_checkpoints WHERE thread_id = :t)"), {"t": thread})).one()

@@ -36,12 +36,20 @@ from typing import Callable
 
 from ..errors import CheckpointCorruptError
 
-__all__ = ["APPEND", "CHAIN_KEY", "Known", "Plan", "ValueMemory", "assemble", "known_of", "plan"]
+__all__ = ["APPEND", "CHAIN_KEY", "ROWS_KEY", "Known", "Plan", "ValueMemory", "assemble", "known_of", "plan"]
 
 APPEND = "append+"
 """Type tag prefix of a delta blob: ``append+msgpack`` (``zstd+append+msgpack`` when compressed)."""
 CHAIN_KEY = "__adk_oceanbase_chains__"
 """Key in the stored checkpoint: channel -> the versions its blob is built on, snapshot first (never returned)."""
+ROWS_KEY = "__adk_oceanbase_rows__"
+"""Key in the stored checkpoint: channel -> {version: id of the checkpoint whose row holds that version's value}.
+
+For the versions (the channel's own and its chain's) that were stored in a
+checkpoint row rather than the blob table (``lg_checkpoints.delta_*``): a
+reader fetches that row by primary key, and the blob table's row for the
+same key in the same packet (where the value went if the row was deleted).
+Never returned."""
 ARRAY_TYPE = "msgpack"
 """The serializer type whose payloads may be stored as deltas (``JsonPlusSerializer``'s)."""
 

@@ -19,14 +19,16 @@ __all__ = [
     "DELETE_THREAD",
     "INSERT_BLOBS",
     "INSERT_EMPTY_BLOB",
-    "INSERT_WRITES_IGNORE",
+    "INSERT_WRITES_FIRST",
     "UPSERT_CHECKPOINT",
+    "UPSERT_CHECKPOINT_DELTA",
     "UPSERT_WRITES",
     "delete_blobs_except",
     "delete_checkpoints_except",
     "delete_runs",
     "select_blobs",
     "select_checkpoints",
+    "select_row_deltas",
     "select_latest_writes",
     "select_writes",
     "thread_namespaces",
@@ -65,6 +67,21 @@ VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(parent)s, %(user)s, %(run)s, %(ty
 ON DUPLICATE KEY UPDATE value_type = VALUES(value_type), checkpoint = VALUES(checkpoint), metadata = VALUES(metadata)
 """
 
+# The same with one changed channel value riding in the row (revision 0022): the common put is then
+# this one statement, sent in autocommit mode (see the saver's docstring).  A re-put of the same
+# checkpoint replaces the value it holds (the saver only inlines into a checkpoint it has not
+# written itself before).
+UPSERT_CHECKPOINT_DELTA = """
+INSERT INTO lg_checkpoints
+    (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
+     value_type, checkpoint, metadata, delta_channel, delta_version, delta_type, delta_payload)
+VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(parent)s, %(user)s, %(run)s, %(type)s, X%(checkpoint)s, %(metadata)s,
+        %(channel)s, %(version)s, %(dtype)s, X%(payload)s)
+ON DUPLICATE KEY UPDATE value_type = VALUES(value_type), checkpoint = VALUES(checkpoint), metadata = VALUES(metadata),
+    delta_channel = VALUES(delta_channel), delta_version = VALUES(delta_version), delta_type = VALUES(delta_type),
+    delta_payload = VALUES(delta_payload)
+"""
+
 _WRITES = """
     INTO lg_checkpoint_writes
     (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload)
@@ -75,7 +92,11 @@ VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(idx)s, %(user)s, %(chan
 UPSERT_WRITES = "INSERT" + _WRITES + (
     "ON DUPLICATE KEY UPDATE channel = VALUES(channel), value_type = VALUES(value_type), payload = VALUES(payload)"
 )
-INSERT_WRITES_IGNORE = "INSERT IGNORE" + _WRITES
+# Not INSERT IGNORE: a lone write is sent alone on an autocommit connection (no COMMIT after it in
+# the packet), and the driver answers a statement that ends a packet with warnings (a duplicate
+# under IGNORE) by a SHOW WARNINGS round trip and a Python warning.  A no-op update keeps the first
+# row just the same, without a warning.
+INSERT_WRITES_FIRST = "INSERT" + _WRITES + "ON DUPLICATE KEY UPDATE task_id = task_id"
 
 DELETE_THREAD = [
     "DELETE FROM lg_checkpoint_writes WHERE app_name = %(app)s AND thread_id = %(thread)s",
@@ -86,9 +107,9 @@ DELETE_THREAD = [
 COPY_CHECKPOINTS = """
 INSERT IGNORE INTO lg_checkpoints
     (app_name, thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
-     value_type, checkpoint, metadata, created_at)
+     value_type, checkpoint, metadata, created_at, delta_channel, delta_version, delta_type, delta_payload)
 SELECT app_name, %(target)s, checkpoint_ns, checkpoint_id, parent_checkpoint_id, user_id, run_id,
-       value_type, checkpoint, metadata, created_at
+       value_type, checkpoint, metadata, created_at, delta_channel, delta_version, delta_type, delta_payload
 FROM lg_checkpoints WHERE app_name = %(app)s AND thread_id = %(source)s
 """
 COPY_BLOBS = """
@@ -185,11 +206,42 @@ def select_blobs(app: str, keys: Sequence[tuple[str, str, str, str]]) -> tuple[s
     return sql, params
 
 
+def select_row_deltas(app: str, keys: Sequence[tuple[str, str, str]]) -> tuple[str, dict[str, Any]]:
+    """The values held in the checkpoint rows ``keys`` ``(thread, ns, checkpoint_id)``, shaped as :func:`select_blobs` rows.
+
+    By primary key: a checkpoint names the row holding each version it reads.
+    A row may no longer hold it (deleted, its value moved to the blob table
+    first): the reader asks the blob table for the same key in the same packet.
+    """
+    params: dict[str, Any] = {"app": app}
+    rows = ", ".join(f"({_names(f'c{i}_', key, params)})" for i, key in enumerate(keys))
+    sql = (
+        "SELECT thread_id, checkpoint_ns, delta_channel, delta_version, delta_type, delta_payload, user_id "
+        f"FROM lg_checkpoints WHERE app_name = %(app)s AND (thread_id, checkpoint_ns, checkpoint_id) IN ({rows}) "
+        "AND delta_payload IS NOT NULL"
+    )
+    return sql, params
+
+
+# Before checkpoint rows of a living thread are deleted, the values they hold go to the blob table
+# (later checkpoints' chains may rest on them); a version already there stays as it is.
+_MOVE_DELTAS = (
+    "INSERT IGNORE INTO lg_checkpoint_blobs "
+    "(app_name, thread_id, checkpoint_ns, channel, version, user_id, value_type, payload) "
+    "SELECT app_name, thread_id, checkpoint_ns, delta_channel, delta_version, user_id, delta_type, delta_payload "
+    "FROM lg_checkpoints WHERE {scope} AND delta_payload IS NOT NULL"
+)
+
+
 def delete_runs(app: str, run_ids: Sequence[str]) -> tuple[list[str], dict[str, Any]]:
-    """Deletes the checkpoints of ``run_ids`` and their writes (writes first, through the checkpoints' keys)."""
+    """Deletes the checkpoints of ``run_ids`` and their writes (writes first, through the checkpoints' keys).
+
+    The values those rows hold move to the blob table first.
+    """
     params: dict[str, Any] = {"app": app}
     runs = _names("r", run_ids, params)
     return [
+        _MOVE_DELTAS.format(scope=f"app_name = %(app)s AND run_id IN ({runs})"),
         "DELETE w FROM lg_checkpoint_writes w JOIN lg_checkpoints c ON c.app_name = w.app_name "
         "AND c.thread_id = w.thread_id AND c.checkpoint_ns = w.checkpoint_ns AND c.checkpoint_id = w.checkpoint_id "
         f"WHERE c.app_name = %(app)s AND c.run_id IN ({runs})",
@@ -198,10 +250,14 @@ def delete_runs(app: str, run_ids: Sequence[str]) -> tuple[list[str], dict[str, 
 
 
 def delete_checkpoints_except(app: str, thread: str, ns: str, keep: str) -> tuple[list[str], dict[str, Any]]:
-    """Deletes the checkpoints of one thread namespace, and their writes, but ``keep``."""
+    """Deletes the checkpoints of one thread namespace, and their writes, but ``keep`` (their held values move first)."""
     params = {"app": app, "thread": thread, "ns": ns, "keep": keep}
     scope = "app_name = %(app)s AND thread_id = %(thread)s AND checkpoint_ns = %(ns)s AND checkpoint_id <> %(keep)s"
-    return [f"DELETE FROM lg_checkpoint_writes WHERE {scope}", f"DELETE FROM lg_checkpoints WHERE {scope}"], params
+    return [
+        _MOVE_DELTAS.format(scope=scope),
+        f"DELETE FROM lg_checkpoint_writes WHERE {scope}",
+        f"DELETE FROM lg_checkpoints WHERE {scope}",
+    ], params
 
 
 def delete_blobs_except(app: str, thread: str, ns: str, keep: Sequence[tuple[str, str]]) -> tuple[str, dict[str, Any]]:

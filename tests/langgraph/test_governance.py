@@ -13,6 +13,8 @@ from sqlalchemy import text  # noqa: E402
 from adk_oceanbase.governance import Retention, RetentionPolicy, sweep  # noqa: E402
 from adk_oceanbase.langgraph import OceanBaseSaver, OceanBaseStore  # noqa: E402
 
+from .stored import VALUES  # noqa: E402
+
 
 async def run(db, sql: str):
     async with db.engine.begin() as conn:
@@ -43,10 +45,10 @@ async def test_gc_deletes_idle_threads_whole(engine_db) -> None:
     assert (counts.lg_threads, counts.lg_checkpoints) == (1, 2)
     assert await saver.aget_tuple(generate_config("old")) is None
     assert (await saver.aget_tuple(generate_config("new"))).checkpoint is not None
-    left = await run(engine_db, "SELECT thread_id, COUNT(*) FROM lg_checkpoint_blobs GROUP BY thread_id")
+    left = await run(engine_db, f"SELECT thread_id, COUNT(*) FROM {VALUES} GROUP BY thread_id")
     assert [tuple(r) for r in left] == [("new", 1)]
     assert await run(engine_db, "SELECT COUNT(*) FROM lg_checkpoint_writes WHERE thread_id = 'old'") == [(0,)]
-    assert await run(engine_db, "SELECT row_count FROM audit_log WHERE operation = 'retention_sweep'") == [(4,)]  # 2 checkpoints, 1 blob, 1 write
+    assert await run(engine_db, "SELECT row_count FROM audit_log WHERE operation = 'retention_sweep'") == [(3,)]  # 2 checkpoints (one holding the value), 1 write
     assert (await sweep(engine_db, policy)).lg_threads == 0
 
 

@@ -22,6 +22,8 @@ from adk_oceanbase.errors import (  # noqa: E402
 from adk_oceanbase.governance import delete_user_data  # noqa: E402
 from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
 
+from .stored import VALUES  # noqa: E402
+
 
 async def count(db, sql: str, **params) -> int:
     async with db.engine.connect() as conn:
@@ -49,7 +51,7 @@ async def test_blobs_are_written_once_per_channel_version(engine_db) -> None:
         [{"a": [1], "big": big}, {"a": [2], "big": big}, {"a": [3], "big": big}],
         [{"a": "1", "big": "1"}, {"a": "2"}, {"a": "3"}],
     )
-    rows = await count(engine_db, "SELECT COUNT(*) FROM lg_checkpoint_blobs WHERE thread_id = 't-blobs'")
+    rows = await count(engine_db, f"SELECT COUNT(*) FROM {VALUES} WHERE thread_id = 't-blobs'")
     assert rows == 4  # a at 3 versions, big once
     got = await saver.aget_tuple(last)
     assert got.checkpoint["channel_values"] == {"a": [3], "big": big}
@@ -140,14 +142,16 @@ async def test_redaction_policy_covers_channel_values_and_writes(engine_db) -> N
 async def test_writes_are_audited_and_a_users_threads_are_erased(engine_db) -> None:
     saver = OceanBaseSaver(database=engine_db, app_name="lgapp", audit=AuditSettings())
     mine = {"configurable": {"thread_id": "t-user", "checkpoint_ns": "", "user_id": "alice"}}
-    cp = generate_checkpoint(channel_values={"a": [1]}, channel_versions={"a": "1"})  # a list: a blob row
+    cp = generate_checkpoint(channel_values={"a": [1]}, channel_versions={"a": "1"})  # a list: not inline
     stored = await saver.aput(mine, cp, generate_metadata(), {"a": "1"})
     await saver.aput_writes({"configurable": {**mine["configurable"], **stored["configurable"]}}, [("a", 2)], "task-u")
     other = await saver.aput(generate_config("t-nobody"), generate_checkpoint(), generate_metadata(), {})
     assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE app_name = 'lgapp' AND operation = 'lg_put'") == 2
     assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE operation = 'lg_put_writes' AND user_id = 'alice'") == 1
     counts = await delete_user_data(engine_db, "lgapp", "alice")
-    assert counts["lg_checkpoints"] == 1 and counts["lg_checkpoint_blobs"] == 1 and counts["lg_checkpoint_writes"] == 1
+    # the list's value rode in the checkpoint row (revision 0022): erased with it
+    assert counts["lg_checkpoints"] == 1 and counts["lg_checkpoint_blobs"] == 0 and counts["lg_checkpoint_writes"] == 1
+    assert await count(engine_db, f"SELECT COUNT(*) FROM {VALUES} WHERE user_id = 'alice'") == 0
     assert await saver.aget_tuple(stored) is None
     assert await saver.aget_tuple(other) is not None
 

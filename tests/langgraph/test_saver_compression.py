@@ -16,6 +16,8 @@ from adk_oceanbase.errors import CheckpointTooLargeError, ConfigurationError  # 
 from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
 from adk_oceanbase.langgraph import codec  # noqa: E402
 
+from .stored import VALUES  # noqa: E402
+
 MESSAGES = [{"role": "user", "content": f"message {i}: " + "the same words again " * 8} for i in range(60)]
 
 
@@ -57,7 +59,7 @@ def test_compression_must_be_one_we_know() -> None:
 async def types_of(db, thread: str) -> list[str]:
     async with db.engine.connect() as conn:
         rows = (await conn.execute(text(
-            "SELECT value_type FROM lg_checkpoint_blobs WHERE thread_id = :t AND channel = 'messages' "
+            f"SELECT value_type FROM {VALUES} WHERE thread_id = :t AND channel = 'messages' "
             "UNION ALL SELECT value_type FROM lg_checkpoint_writes WHERE thread_id = :t"), {"t": thread})).all()
     return sorted(r[0] for r in rows)
 
@@ -91,7 +93,7 @@ async def test_compressed_rows_are_smaller_and_the_size_limit_is_on_the_value(en
     async def blob_bytes(thread: str) -> int:
         async with engine_db.engine.connect() as conn:
             return int((await conn.execute(text(
-                "SELECT SUM(LENGTH(payload)) FROM lg_checkpoint_blobs WHERE thread_id = :t"), {"t": thread})).scalar())
+                f"SELECT SUM(LENGTH(payload)) FROM {VALUES} WHERE thread_id = :t"), {"t": thread})).scalar())
 
     async with OceanBaseSaver(database=engine_db, compression=None) as saver:
         await put_and_write(saver, "t-size-raw")

@@ -17,6 +17,8 @@ from adk_oceanbase.errors import CheckpointCorruptError, ConfigurationError  # n
 from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
 from adk_oceanbase.langgraph import delta  # noqa: E402
 
+from .stored import VALUES  # noqa: E402
+
 SERDE = JsonPlusSerializer()
 
 
@@ -86,7 +88,7 @@ def test_delta_every_must_be_positive() -> None:
 async def rows_of(db, thread: str) -> list[tuple[str, str]]:
     async with db.engine.connect() as conn:
         rows = (await conn.execute(text(
-            "SELECT version, value_type FROM lg_checkpoint_blobs WHERE thread_id = :t AND channel = 'messages' "
+            f"SELECT version, value_type FROM {VALUES} WHERE thread_id = :t AND channel = 'messages' "
             "ORDER BY version"), {"t": thread})).all()
     return [(r[0], r[1]) for r in rows]
 
@@ -189,6 +191,8 @@ async def test_a_missing_base_is_a_typed_error_not_a_shorter_list(engine_db) -> 
     async with engine_db.engine.begin() as conn:
         await conn.execute(text("DELETE FROM lg_checkpoint_blobs WHERE thread_id = 't-gone' AND version = :v"),
                            {"v": first})
+        await conn.execute(text("UPDATE lg_checkpoints SET delta_payload = NULL WHERE thread_id = 't-gone' "
+                                "AND delta_version = :v"), {"v": first})
     async with OceanBaseSaver(database=engine_db) as saver:
         with pytest.raises(CheckpointCorruptError):
             await saver.aget_tuple(configs[-1])

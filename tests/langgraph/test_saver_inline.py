@@ -16,6 +16,8 @@ from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
 from adk_oceanbase.langgraph import codec  # noqa: E402
 from adk_oceanbase.langgraph import saver as saver_module  # noqa: E402
 
+from .stored import VALUES  # noqa: E402
+
 
 class Level(enum.IntEnum):
     HIGH = 3
@@ -23,7 +25,7 @@ class Level(enum.IntEnum):
 
 async def blob_channels(db, thread: str) -> list[str]:
     async with db.engine.connect() as conn:
-        rows = await conn.execute(text("SELECT channel FROM lg_checkpoint_blobs WHERE thread_id = :t ORDER BY channel, version"),
+        rows = await conn.execute(text(f"SELECT channel FROM {VALUES} WHERE thread_id = :t ORDER BY channel, version"),
                                   {"t": thread})
         return [r[0] for r in rows]
 
