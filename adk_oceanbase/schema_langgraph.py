@@ -37,7 +37,7 @@ lg_checkpoints = Table(
     Column("checkpoint", LONGBLOB, nullable=False),  # the checkpoint without channel_values
     Column("metadata", LONGTEXT, nullable=False),  # JSON: list(filter=...) is a JSON_CONTAINS in SQL
     Column("created_at", _ts(), nullable=False, server_default=_SERVER_NOW),  # retention's clock
-    # One changed channel value of the put, as lg_checkpoint_blobs would hold it (revision 0022): a
+    # One changed channel value of the put, as lg_checkpoint_blobs would hold it (revision 0023): a
     # put is then one statement, which seekdb commits cheaper (adk_oceanbase.langgraph.saver).
     Column("delta_channel", String(ID_LEN, **_KEY), nullable=True),
     Column("delta_version", String(64, **_KEY), nullable=True),

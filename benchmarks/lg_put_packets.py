@@ -2,10 +2,10 @@
 
 What the server takes to answer each variant of a ``--text words`` put's
 packet, on the real ``lg_checkpoints`` / ``lg_checkpoint_blobs`` tables (plus
-revision 0022's ``delta_*`` columns), one process, the variants interleaved
+revision 0023's ``delta_*`` columns), one process, the variants interleaved
 step by step with the order rotating, a new checkpoint id per step:
 
-- a: ``INSERT IGNORE blob; UPSERT checkpoint; COMMIT`` (autocommit 0): the put before revision 0022;
+- a: ``INSERT IGNORE blob; UPSERT checkpoint; COMMIT`` (autocommit 0): the put before revision 0023;
 - b: ``UPSERT checkpoint`` with the blob's bytes in the row, on a connection kept in autocommit 1;
 - c: ``SET autocommit=1; UPSERT; SET autocommit=0`` (autocommit 0): switching per call;
 - d: ``UPSERT; COMMIT`` (autocommit 0).

@@ -67,7 +67,7 @@ VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(parent)s, %(user)s, %(run)s, %(ty
 ON DUPLICATE KEY UPDATE value_type = VALUES(value_type), checkpoint = VALUES(checkpoint), metadata = VALUES(metadata)
 """
 
-# The same with one changed channel value riding in the row (revision 0022): the common put is then
+# The same with one changed channel value riding in the row (revision 0023): the common put is then
 # this one statement, sent in autocommit mode (see the saver's docstring).  A re-put of the same
 # checkpoint replaces the value it holds (the saver only inlines into a checkpoint it has not
 # written itself before).

@@ -14,7 +14,7 @@ Each write is one transaction sent in one packet (blob inserts, checkpoint
 upsert, audit row, COMMIT) on the driver connection.  The common put is one
 statement: one changed value (the message list's delta when the step
 appended to it) rides in the checkpoint row itself (``lg_checkpoints.delta_*``,
-revision 0022), and a lone statement is sent without a COMMIT on a
+revision 0023), and a lone statement is sent without a COMMIT on a
 connection in autocommit mode (:meth:`adk_oceanbase.rawtx.RawTransaction.single`):
 seekdb commits a one-statement autocommit transaction cheaper (0.54 against
 0.69 ms for ``INSERT blob; UPSERT checkpoint; COMMIT``, 0.61 for ``UPSERT;

@@ -217,7 +217,7 @@ CREATE TABLE lg_checkpoints (                             -- LangGraph checkpoin
   metadata LONGTEXT NOT NULL,                             -- JSON; list(filter=...) is JSON_CONTAINS
   created_at DATETIME(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6),
   delta_channel VARCHAR(128) COLLATE utf8mb4_bin,           -- one changed channel value of the put (the message list's delta), as a blob row
-  delta_version VARCHAR(64) COLLATE utf8mb4_bin,            -- would hold it: a put is then one statement (revision 0022)
+  delta_version VARCHAR(64) COLLATE utf8mb4_bin,            -- would hold it: a put is then one statement (revision 0023)
   delta_type VARCHAR(32),
   delta_payload LONGBLOB,
   CONSTRAINT pk_lg_checkpoints PRIMARY KEY (app_name, thread_id, checkpoint_ns, checkpoint_id),

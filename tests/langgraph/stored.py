@@ -1,7 +1,7 @@
 """Every stored channel value of the saver as one table, for tests that look at the rows.
 
 A value is a row of ``lg_checkpoint_blobs`` or rides in its checkpoint's row
-(``lg_checkpoints.delta_*``, revision 0022): ``FROM`` :data:`VALUES` sees both.
+(``lg_checkpoints.delta_*``, revision 0023): ``FROM`` :data:`VALUES` sees both.
 """
 
 VALUES = (

@@ -149,7 +149,7 @@ async def test_writes_are_audited_and_a_users_threads_are_erased(engine_db) -> N
     assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE app_name = 'lgapp' AND operation = 'lg_put'") == 2
     assert await count(engine_db, "SELECT COUNT(*) FROM audit_log WHERE operation = 'lg_put_writes' AND user_id = 'alice'") == 1
     counts = await delete_user_data(engine_db, "lgapp", "alice")
-    # the list's value rode in the checkpoint row (revision 0022): erased with it
+    # the list's value rode in the checkpoint row (revision 0023): erased with it
     assert counts["lg_checkpoints"] == 1 and counts["lg_checkpoint_blobs"] == 0 and counts["lg_checkpoint_writes"] == 1
     assert await count(engine_db, f"SELECT COUNT(*) FROM {VALUES} WHERE user_id = 'alice'") == 0
     assert await saver.aget_tuple(stored) is None

@@ -1,4 +1,4 @@
-"""A put's changed value riding in its checkpoint row (``lg_checkpoints.delta_*``, revision 0022): chains whose
+"""A put's changed value riding in its checkpoint row (``lg_checkpoints.delta_*``, revision 0023): chains whose
 versions live in checkpoint rows read back exactly after deleted runs, prune, copy and a restart; rows of the
 layout before still read; a put on a shared ``Database`` leaves its pooled connection in autocommit 0."""
 
@@ -116,7 +116,7 @@ async def test_a_copied_thread_reads_from_its_own_rows(engine_db) -> None:
 
 
 async def test_rows_of_the_layout_before_read_and_are_built_on(engine_db, monkeypatch) -> None:
-    """Checkpoints written before revision 0022 (every value a blob row, no rows named) read, and a chain continues on them."""
+    """Checkpoints written before revision 0023 (every value a blob row, no rows named) read, and a chain continues on them."""
     with monkeypatch.context() as m:
         m.setattr(OceanBaseSaver, "_rider", staticmethod(lambda blobs, riders: None))
         async with OceanBaseSaver(database=engine_db) as old:

@@ -1,7 +1,7 @@
 """lg_checkpoints.delta_*: one changed channel value of a put rides in the checkpoint row (issue 26).
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-11-28
 
 A ``put`` whose step changed one list channel (the message list) was two
@@ -13,8 +13,7 @@ checkpoint row: ``delta_channel`` / ``delta_version`` name it, ``delta_type``
 / ``delta_payload`` are what ``lg_checkpoint_blobs`` would hold.  NULL for
 rows written before and for puts that still use the blob table; a saver
 that deletes such a row while its thread lives first copies the value into
-``lg_checkpoint_blobs`` (``adk_oceanbase.langgraph.queries``).  The lead
-renumbers this revision at merge.
+``lg_checkpoint_blobs`` (``adk_oceanbase.langgraph.queries``).
 """
 
 import sqlalchemy as sa
@@ -23,8 +22,8 @@ from sqlalchemy.dialects.mysql import LONGBLOB
 
 from adk_oceanbase import ddl_steps as steps
 
-revision = "0022"
-down_revision = "0021"
+revision = "0023"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 
