@@ -1,7 +1,7 @@
 """Recall of procedural memory at scale: a scope with 1k .. 100k stored runs, before and after revision 0022.
 
     git archive 7eca14c adk_oceanbase alembic | tar -x -C /tmp/old && mv /tmp/old/adk_oceanbase /tmp/old/adk_oceanbase_old
-    cp alembic/versions/0022_procedure_runs_recent.py /tmp/old/alembic/versions/
+    cp alembic/versions/0022_*.py alembic/versions/0023_*.py /tmp/old/alembic/versions/  # revisions the old tree lacks
     python benchmarks/procedural_scale.py [--runs 1000,10000,100000] [--recalls 30] [--rounds 3] [--old /tmp/old]
 
 ``recall_procedures`` votes with the request vectors of the scope's newest
