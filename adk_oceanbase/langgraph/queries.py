@@ -29,6 +29,7 @@ __all__ = [
     "select_blobs",
     "select_checkpoints",
     "select_row_deltas",
+    "select_values",
     "select_latest_writes",
     "select_writes",
     "thread_namespaces",
@@ -222,6 +223,18 @@ def select_row_deltas(app: str, keys: Sequence[tuple[str, str, str]]) -> tuple[s
     )
     return sql, params
 
+
+
+def select_values(
+    app: str, keys: Sequence[tuple[str, str, str, str]], holders: Sequence[tuple[str, str, str]] = ()
+) -> list[tuple[str, dict[str, Any]]]:
+    """The statements that fetch the values ``keys`` wherever they are held, for one packet: the blob table,
+    and the checkpoint rows ``holders`` ``(thread, ns, checkpoint_id)`` named as holding some of them (a value
+    is in one of the two: a row's value moves to the blob table before the row is deleted)."""
+    statements = [select_blobs(app, keys)]
+    if holders:
+        statements.append(select_row_deltas(app, holders))
+    return statements
 
 # Before checkpoint rows of a living thread are deleted, the values they hold go to the blob table
 # (later checkpoints' chains may rest on them); a version already there stays as it is.

@@ -482,10 +482,9 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         if guess and guess.versions and (cid is None or cid == guess.cid):
             keys = guess.blob_keys(lambda ch, v: self._held(thread, ns, ch, v) is not None)
             if keys:
-                batch.append(q.select_blobs(self.app_name, [(thread, ns, ch, v) for ch, v in keys]))
                 holders = sorted({h for k in keys if (h := (guess.rows or {}).get(k)) is not None})
-                if holders:
-                    batch.append(q.select_row_deltas(self.app_name, [(thread, ns, h) for h in holders]))
+                batch += q.select_values(self.app_name, [(thread, ns, ch, v) for ch, v in keys],
+                                         [(thread, ns, h) for h in holders])
         results = await self._fetch(batch)
         (_, rows), (_, write_rows) = results[0], results[1]  # the blobs' answers, when asked, follow
         if not rows:
@@ -588,11 +587,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         missing = sorted(wanted - fetched.keys())
         if missing:
             # The blob table and the checkpoint rows named as holders, in one round trip: a value is in one of them.
-            batch = [q.select_blobs(self.app_name, missing)]
             holders = sorted({(k[0], k[1], holder_of[k]) for k in missing if k in holder_of})
-            if holders:
-                batch.append(q.select_row_deltas(self.app_name, holders))
-            for _, more in await self._fetch(batch):
+            for _, more in await self._fetch(q.select_values(self.app_name, missing, holders)):
                 fetched.update((tuple(b[:4]), b) for b in more)
         lost = [k for k in wanted if k not in fetched]
         if lost:  # values held in rows that their checkpoint does not name (written by a saver that had not read the thread)
@@ -698,9 +694,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                     await self._find_lost([entry], [base], holder_of, fetched)
                     if base in fetched:
                         continue
-                batch = [q.select_blobs(self.app_name, [base])]
-                if (holder := holder_of.get(base)) is not None:
-                    batch.append(q.select_row_deltas(self.app_name, [(thread, ns, holder)]))
+                holder = holder_of.get(base)
+                batch = q.select_values(self.app_name, [base], [(thread, ns, holder)] if holder is not None else [])
                 more = [b for _, found in await self._fetch(batch) for b in found if tuple(b[:4]) == base]
                 if not more:
                     raise CheckpointCorruptError(

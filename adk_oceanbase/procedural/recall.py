@@ -108,15 +108,16 @@ def _pooled(stats: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _since_decline(w: Sequence[tuple[float, bool]], decline_p: float | None) -> tuple[int, float]:
-    """``(k, earlier weighted successes)``: the path's newest ``k`` outcomes are significantly worse than the
-    rest (``k`` 0: no decline, or the test is off)."""
+def _since_decline(w: Sequence[tuple[float, bool]], decline_p: float | None) -> tuple[int, float | None]:
+    """``(k, earlier rate)``: the path's newest ``k`` outcomes are significantly worse than the rest, whose
+    recency-weighted success rate is ``earlier`` (``(0, None)``: no decline, or the test is off)."""
     if decline_p is None or len(w) < 2:
-        return 0, 0.0
+        return 0, None
     p, k = decline_point([ok for _, ok in w])
     if p >= decline_p or k == 0:
-        return 0, 0.0
-    return k, sum(x for x, ok in w[k:] if ok)
+        return 0, None
+    weight = sum(x for x, _ in w[k:])
+    return k, sum(x for x, ok in w[k:] if ok) / weight if weight else None
 
 
 def build_recall(
@@ -152,9 +153,7 @@ def build_recall(
             continue
         w = window.get(row["path_hash"], [])
         worse, earlier = _since_decline(w, settings.decline_p)
-        if worse:
-            w, earlier_weight = w[:worse], sum(x for x, _ in w[worse:])
-            earlier = earlier / earlier_weight if earlier_weight else None
+        w = w[:worse] if worse else w
         weight = sum(x for x, _ in w)
         wins = sum(x for x, ok in w if ok)
         steps = json.loads(row["tool_path"] or "[]")
@@ -167,7 +166,7 @@ def build_recall(
             median_iterations=median_of_counts(iters.get(row["path_hash"], {})),
             mean_tool_calls=int(row["tool_calls_sum"]) / runs, last_seen=row["last_seen"],
             failure_reasons=reasons.get(row["path_hash"], []),
-            getting_worse=bool(worse), earlier_success_rate=earlier if worse else None,
+            getting_worse=bool(worse), earlier_success_rate=earlier,
         )
         if len(w) >= settings.min_samples and proc.confidence >= settings.min_confidence:
             good.append(proc)
