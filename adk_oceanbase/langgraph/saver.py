@@ -26,9 +26,9 @@ transaction as before.  Each checkpoint names the rows holding the values
 it reads (:data:`.delta.ROWS_KEY`), fetched by primary key with the blobs;
 before checkpoint rows of a living thread are deleted (``delete_for_runs``,
 ``prune``) the values they hold are copied to the blob table, where a read
-also looks.  A ``get_tuple`` is two
-round trips (the checkpoint with its writes, then its blobs), one after this
-saver's own put or get of the thread (the blobs it names are fetched with them).  Payloads of
+also looks.  Reads (``get_tuple``, ``list``: two round trips, one after this
+saver's own put or get of the thread) are :mod:`.reader`'s; this module keeps
+the write side and the public class.  Payloads of
 1 kB and more are stored compressed, the codec named in the row's type tag
 (:func:`.codec.pack`): the server's cost of a put grows with the bytes it stores.
 For the same reason a list channel that grew by appending (a message list) is
@@ -46,10 +46,8 @@ own engine keeps the connection of its last call (:class:`adk_oceanbase.rawtx.Co
 
 from __future__ import annotations
 
-import json
 import logging
-from collections import OrderedDict
-from typing import Any, AsyncIterator, Iterator, NamedTuple, Optional, Sequence
+from typing import Any, AsyncIterator, Iterator, Optional, Sequence
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
@@ -60,7 +58,7 @@ from .._lifecycle import DatabaseService
 from ..audit import RAW_INSERT_AUDIT, AuditEntry, AuditSettings, Auditor, audited, current_entry
 from ..config import Config
 from ..engine import Database
-from ..errors import CheckpointCorruptError, ConfigurationError, InvalidValueError, is_rerunnable
+from ..errors import ConfigurationError, InvalidValueError, is_rerunnable
 from ..gateway import retrying
 from ..rawtx import COMMIT, ConnectionLease
 from ..redaction import RedactionPolicy, redact_value
@@ -68,45 +66,12 @@ from ..validation import check_id
 from . import codec, delta
 from . import queries as q
 from .bridge import Home, HomeLifecycle
+from .reader import Reader, Recall, Recent, chains_of
 from .writer import GroupWriter
 
 __all__ = ["OceanBaseSaver"]
 
 logger = logging.getLogger(__name__)
-
-_PAGE = 200
-"""Checkpoints whose blobs and writes ``list`` loads per round trip (an IN list of that many keys)."""
-_ANCESTORS = 64
-"""Parent checkpoints a read walks up, at most, to find a value its checkpoint does not say the row of (``_find_lost``)."""
-_RECENT = 1024
-"""Threads whose newest checkpoint's channel versions are remembered (see ``_get_tuple``)."""
-
-
-class _Recent(NamedTuple):
-    """The newest checkpoint this saver wrote or read on a thread namespace."""
-
-    cid: str
-    versions: dict[str, str]
-    chains: dict[str, tuple[str, ...]]
-    """Channel -> the versions its blob is built on (:mod:`.delta`), for the channels stored as deltas."""
-    inline: frozenset[str] = frozenset()
-    """Channels whose value the checkpoint row holds itself (:func:`.codec.inline_values`): no blob to fetch."""
-    rows: dict[tuple[str, str], str] | None = None
-    """``(channel, version)`` -> the checkpoint whose row holds that value (:data:`.delta.ROWS_KEY`).
-
-    Only for values in checkpoint rows, not in the blob table."""
-
-    def blob_keys(self, held: Any = lambda ch, v: False) -> list[tuple[str, str]]:
-        """``(channel, version)`` of every blob a read of this checkpoint fetches, the delta chains' included.
-
-        ``held(channel, version)``: the saver holds that value's bytes already (nothing of it is fetched).
-        """
-        keys = []
-        for ch, v in self.versions.items():
-            if ch not in self.inline and not held(ch, v):
-                keys.append((ch, v))
-                keys += [(ch, b) for b in self.chains.get(ch, ())]
-        return keys
 
 
 def _audit(operation: str, arg: str | None = None, *, read: bool = False):
@@ -195,8 +160,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         # when the engine is ours: a saver on a shared Database may never be closed, and a connection
         # kept past its owner's life would hold a pool slot until the garbage collector ends it.
         self._lease = ConnectionLease(self.database.config.pool_recycle) if self._owns_db else None
-        self._recent: OrderedDict[tuple[str, str], _Recent] = OrderedDict()
-        self._memory = delta.ValueMemory()
+        self._recall = Recall()
+        self._reader = Reader(self.app_name, self._fetch, lambda typed: self.serde.loads_typed(typed), self._recall)
 
     # ------------------------------------------------------------------ helpers
     def get_next_version(self, current: Optional[str], channel: None = None) -> str:  # type: ignore[override]
@@ -269,7 +234,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         redacted = await self._redacted({**changed, **inline})
         changed = {ch: redacted[ch] for ch in changed}
         inline = {ch: redacted[ch] for ch in inline}
-        prev = self._recent.get((thread, ns))
+        prev = self._recall.get(thread, ns)
         # A channel this step left alone keeps its blob, and the chain that blob is built on.
         chains = {ch: c for ch, c in prev.chains.items() if versions.get(ch) == prev.versions.get(ch)} if prev else {}
         # A delta rests on the channel's version in the parent checkpoint, as this saver last stored or read it.
@@ -285,7 +250,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 continue
             if ch in changed:
                 vtype, payload = self._serialize(f"channel {ch!r}", changed[ch])
-                known = self._memory.get((thread, ns, ch)) if codec.names_one_value(version) else None
+                known = self._recall.value(thread, ns, ch) if codec.names_one_value(version) else None
                 if known is not None and known.version != version and parents.get(ch) != known.version:
                     known = None
                 plan = delta.plan(known, version, vtype, payload, user, self.delta_every)
@@ -319,7 +284,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             checkpoint = (q.UPSERT_CHECKPOINT_DELTA, {**row, "channel": rider["channel"], "version": rider["version"],
                                                       "dtype": rider["type"], "payload": rider["payload"]})
         await self._write([*blobs, checkpoint])
-        self._remember(thread, ns, _Recent(cid, versions, chains, frozenset(inline), rows), lists)
+        self._recall.remember(thread, ns, Recent(cid, versions, chains, frozenset(inline), rows), lists)
         return codec.config_for(thread, ns, cid)  # type: ignore[return-value]
 
     @staticmethod
@@ -333,7 +298,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
 
     @staticmethod
     def _rows_for(versions: dict[str, str], chains: dict[str, tuple[str, ...]], inline: dict[str, Any],
-                  prev: _Recent | None, cid: str, rider: dict[str, Any] | None) -> dict[tuple[str, str], str]:
+                  prev: Recent | None, cid: str, rider: dict[str, Any] | None) -> dict[tuple[str, str], str]:
         """Where each value a read of this checkpoint needs is held, for those in a checkpoint row (:data:`.delta.ROWS_KEY`).
 
         The rider is in this checkpoint's row; a version this step did not
@@ -351,22 +316,6 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
                 if holder is not None:
                     rows[(ch, version)] = holder
         return rows
-
-    def _remember(self, thread: str, ns: str, recent: _Recent, lists: dict[str, delta.Known]) -> None:
-        self._recent[(thread, ns)] = recent
-        self._recent.move_to_end((thread, ns))
-        if len(self._recent) > _RECENT:
-            self._recent.popitem(last=False)
-        for ch, known in lists.items():
-            self._memory.put((thread, ns, ch), known)
-
-    def _forget(self, threads: Sequence[str]) -> None:
-        """Drops what this saver remembers of ``threads`` (their rows were deleted: no delta may rest on them)."""
-        gone = set(threads)
-        for key in [k for k in self._recent if k[0] in gone]:
-            del self._recent[key]
-        for thread in gone:
-            self._memory.forget_thread(thread)
 
     async def aput_writes(
         self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = ""
@@ -400,7 +349,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
     @_audit("lg_delete_thread", "thread_id")
     async def _delete_thread(self, thread_id: str) -> None:
         params = {"app": self.app_name, "thread": codec.thread_of(thread_id)}
-        self._forget([params["thread"]])
+        self._recall.forget([params["thread"]])
         await self._write([(sql, params) for sql in q.DELETE_THREAD])
 
     async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
@@ -422,7 +371,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         """Copies every checkpoint (the whole parent chain), blob and write of a thread, in one transaction."""
         params = {"app": self.app_name, "source": codec.thread_of(source_thread_id),
                   "target": codec.thread_of(target_thread_id)}
-        self._forget([params["target"]])
+        self._recall.forget([params["target"]])
         await self._write([(q.COPY_CHECKPOINTS, params), (q.COPY_BLOBS, params), (q.COPY_WRITES, params)])
 
     async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
@@ -440,7 +389,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         threads = [codec.thread_of(t) for t in thread_ids]
         if not threads:
             return
-        self._forget(threads)
+        self._recall.forget(threads)
         if strategy == "delete":
             await self._write([(sql, {"app": self.app_name, "thread": t}) for t in threads for sql in q.DELETE_THREAD])
             return
@@ -450,14 +399,14 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         for thread, ns, cid, _parent, vtype, payload, _md in latest:
             cp = self._loads((vtype, payload))
             versions = {c: str(v) for c, v in cp.get("channel_versions", {}).items()}
-            keep = _Recent(cid, versions, self._chains_of(cp, versions)).blob_keys()  # the deltas' bases stay too
+            keep = Recent(cid, versions, chains_of(cp, versions)).blob_keys()  # the deltas' bases stay too
             doomed, p = q.delete_checkpoints_except(self.app_name, thread, ns, cid)
             statements += [(s, p) for s in doomed]
             statements.append(q.delete_blobs_except(self.app_name, thread, ns, keep))
         if statements:
             await self._write(statements)
 
-    # ------------------------------------------------------------------ reads
+    # ------------------------------------------------------------------ reads (:mod:`.reader`)
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._home.run(lambda: self._get_tuple(config))
 
@@ -465,38 +414,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
     async def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread, ns, cid = codec.key_of(config)
         await self._engine()
-        select = q.select_checkpoints(self.app_name, thread, ns, cid, (), None, 1)
-        # The blobs of the checkpoint this saver last wrote or read on the thread ride in the same
-        # round trip (versions name immutable blobs, so a wrong guess only costs the second trip
-        # _tuples makes for what is missing): a graph's get after its put is one round trip.  So do
-        # the writes of that checkpoint when the newest is asked for: by key, the server's answer is
-        # ~0.04 ms quicker than through the MAX() subquery (seekdb, 2026-11-28); another writer's
-        # newer checkpoint costs a round trip for its writes.
-        guess = self._recent.get((thread, ns))
-        wid = cid if cid is not None else guess.cid if guess is not None else None
-        if wid is None:
-            writes = q.select_latest_writes(self.app_name, thread, ns)
-        else:
-            writes = q.select_writes(self.app_name, [(thread, ns, wid)])
-        batch = [select, writes]
-        if guess and guess.versions and (cid is None or cid == guess.cid):
-            keys = guess.blob_keys(lambda ch, v: self._held(thread, ns, ch, v) is not None)
-            if keys:
-                holders = sorted({h for k in keys if (h := (guess.rows or {}).get(k)) is not None})
-                batch += q.select_values(self.app_name, [(thread, ns, ch, v) for ch, v in keys],
-                                         [(thread, ns, h) for h in holders])
-        results = await self._fetch(batch)
-        (_, rows), (_, write_rows) = results[0], results[1]  # the blobs' answers, when asked, follow
-        if not rows:
-            return None
-        if wid is not None and rows[0][2] != wid:  # a newer checkpoint than this saver's last one
-            ((_, write_rows),) = await self._fetch([q.select_writes(self.app_name, [(thread, ns, rows[0][2])])])
-        writes_by = {(thread, ns, rows[0][2]): [r[1:] if wid is None else r[3:] for r in write_rows]}
-        seen: list[tuple[_Recent, dict[str, delta.Known]]] = []
-        prefetched = [b for _, found in results[2:] for b in found]
-        tup = (await self._tuples(rows, writes_by, prefetched, seen))[0]
-        self._remember(thread, ns, *seen[0])
-        return tup
+        return await self._reader.get_tuple(thread, ns, cid)
 
     async def alist(
         self,
@@ -511,6 +429,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
 
     @_audit("lg_list", "config", read=True)
     async def _list(self, config: Any, flt: Any, before: Any, limit: int | None) -> list[CheckpointTuple]:
+
         thread = ns = cid = None
         if config is not None:
             conf = config.get("configurable") or {}
@@ -520,189 +439,9 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         before_id = codec.key_of({"configurable": {"thread_id": "-", **before["configurable"]}})[2] if before else None
         if limit is not None and (not isinstance(limit, int) or limit < 0):
             raise InvalidValueError(f"limit must be a non-negative integer, got {limit!r}")
+        pairs = codec.filter_pairs(flt)
         await self._engine()
-        sql = q.select_checkpoints(self.app_name, thread, ns, cid, codec.filter_pairs(flt), before_id, limit)
-        ((_, rows),) = await self._fetch([sql])
-        out: list[CheckpointTuple] = []
-        for start in range(0, len(rows), _PAGE):
-            page = rows[start : start + _PAGE]
-            keys = [(r[0], r[1], r[2]) for r in page]
-            ((_, write_rows),) = await self._fetch([q.select_writes(self.app_name, keys)])
-            writes_by: dict[tuple[str, str, str], list[Any]] = {}
-            for r in write_rows:
-                writes_by.setdefault((r[0], r[1], r[2]), []).append(r[3:])
-            out += await self._tuples(page, writes_by)
-        return out
-
-    def _held(self, thread: str, ns: str, ch: str, version: str) -> delta.Known | None:
-        """The bytes of ``version`` of a channel when this saver stored or read that version last (no fetch needed)."""
-        known = self._memory.get((thread, ns, ch))
-        return known if known is not None and known.version == version else None
-
-    @staticmethod
-    def _chains_of(cp: dict[str, Any], versions: dict[str, str]) -> dict[str, tuple[str, ...]]:
-        """The delta chains a stored checkpoint names (taken out of it: callers never see them)."""
-        chains = cp.pop(delta.CHAIN_KEY, None) or {}
-        return {ch: tuple(c) for ch, c in chains.items() if ch in versions}
-
-    @staticmethod
-    def _rows_of(cp: dict[str, Any]) -> dict[tuple[str, str], str]:
-        """Which checkpoint rows hold the values a stored checkpoint reads (taken out of it; :data:`.delta.ROWS_KEY`)."""
-        rows = cp.pop(delta.ROWS_KEY, None) or {}
-        return {(ch, v): holder for ch, held in rows.items() for v, holder in held.items()}
-
-    async def _tuples(
-        self,
-        rows: Sequence[Any],
-        writes_by: dict[tuple[str, str, str], list[Any]],
-        prefetched: Sequence[Any] = (),
-        seen: list[tuple[_Recent, dict[str, delta.Known]]] | None = None,
-    ) -> list[CheckpointTuple]:
-        """Checkpoint rows with their pending writes, their channel values loaded in one round trip (or none).
-
-        The blobs fetched include every delta's chain (:mod:`.delta`), named by
-        the checkpoint; a base missing from them (a checkpoint written without
-        knowing its chain) costs one more round trip.  ``seen`` gets each
-        checkpoint's versions, chains and lists: what a later ``put`` builds on.
-        """
-        decoded = []
-        wanted: set[tuple[str, str, str, str]] = set()
-        held: dict[tuple[str, str, str, str], delta.Known] = {}  # taken now: a put may replace them during the fetch
-        holder_of: dict[tuple[str, str, str, str], str] = {}  # a value's key -> the checkpoint whose row holds it
-        for row in rows:
-            cp = self._loads((row[4], row[5]))
-            versions = {ch: str(v) for ch, v in cp.get("channel_versions", {}).items()}
-            chains = self._chains_of(cp, versions)
-            in_rows = self._rows_of(cp)
-            inline = {ch: v for ch, v in (cp.pop("channel_values", None) or {}).items() if ch in versions}
-            for ch, v in versions.items():
-                if ch not in inline and (known := self._held(row[0], row[1], ch, v)) is not None:
-                    held[(row[0], row[1], ch, v)] = known
-            recent = _Recent(row[2], versions, chains, frozenset(inline), in_rows)
-            keys = recent.blob_keys(lambda ch, v, r=row: (r[0], r[1], ch, v) in held)
-            wanted.update((row[0], row[1], ch, v) for ch, v in keys)
-            holder_of.update(((row[0], row[1], *k), in_rows[k]) for k in keys if k in in_rows)
-            decoded.append((row, cp, recent, inline))
-        fetched = {tuple(b[:4]): b for b in prefetched}
-        missing = sorted(wanted - fetched.keys())
-        if missing:
-            # The blob table and the checkpoint rows named as holders, in one round trip: a value is in one of them.
-            holders = sorted({(k[0], k[1], holder_of[k]) for k in missing if k in holder_of})
-            for _, more in await self._fetch(q.select_values(self.app_name, missing, holders)):
-                fetched.update((tuple(b[:4]), b) for b in more)
-        lost = [k for k in wanted if k not in fetched]
-        if lost:  # values held in rows that their checkpoint does not name (written by a saver that had not read the thread)
-            await self._find_lost(decoded, lost, holder_of, fetched)
-        raw: dict[tuple[str, str, str, str], tuple[str, bytes | None]] = {}
-
-        def unpacked(key: tuple[str, str, str, str]) -> tuple[str, bytes | None] | None:
-            if key not in raw:
-                b = fetched.get(key)
-                if b is None:
-                    return None
-                raw[key] = (b[4], None) if b[4] == codec.EMPTY or b[5] is None else codec.unpack(b[4], b[5])
-            return raw[key]
-
-        values: dict[tuple[str, str, str, str], Any] = {}
-        out = []
-        for entry in decoded:
-            (thread, ns, cid, parent, _t, _p, md), cp, recent, inline = entry
-            lists: dict[str, delta.Known] = {}
-            cp["channel_values"] = {}
-            for ch, v in recent.versions.items():
-                key = (thread, ns, ch, v)
-                if ch in inline:
-                    cp["channel_values"][ch] = inline[ch]
-                    continue
-                if key in values:
-                    pass
-                elif (known := held.get(key)) is not None:
-                    values[key] = self.serde.loads_typed((known.vtype, known.payload))
-                    lists[ch] = known
-                else:
-                    got = unpacked(key)
-                    if got is None or got[1] is None:
-                        continue
-                    vtype, data = got
-                    chain: tuple[str, ...] = ()
-                    if vtype.startswith(delta.APPEND):
-                        vtype, data, chain = await self._assemble(key, vtype, data, unpacked, fetched, holder_of, entry)
-                    values[key] = self.serde.loads_typed((vtype, data))
-                    if seen is not None and codec.names_one_value(v):
-                        lists[ch] = delta.known_of(v, vtype, data, chain, fetched[key][6])
-                cp["channel_values"][ch] = values[key]
-            if seen is not None:
-                found = {k[2:]: h for k, h in holder_of.items() if k[:2] == (thread, ns)}
-                named = {**found, **(recent.rows or {})}
-                seen.append((_Recent(cid, recent.versions, recent.chains, recent.inline, named), lists))
-            out.append(CheckpointTuple(
-                config=codec.config_for(thread, ns, cid),  # type: ignore[arg-type]
-                checkpoint=cp,
-                metadata=json.loads(md),
-                parent_config=codec.config_for(thread, ns, parent) if parent else None,  # type: ignore[arg-type]
-                pending_writes=codec.sorted_writes(writes_by.get((thread, ns, cid), []), self._loads),
-            ))
-        return out
-
-    async def _find_lost(self, decoded: Sequence[Any], lost: Sequence[tuple[str, str, str, str]],
-                         holder_of: dict[tuple[str, str, str, str], str], fetched: dict[Any, Any]) -> None:
-        """Finds values that neither the blob table nor a named row held, through the checkpoints' ancestors.
-
-        A checkpoint written by a saver that had not read its thread (a put
-        on a parent it did not fetch) cannot name the rows holding the
-        versions it did not change.  Its ancestors do: each checkpoint names
-        the rows of all it reads (:data:`.delta.ROWS_KEY`), so walking up the
-        parents by primary key, one round trip a step, usually finds them at
-        the first.  What is learnt goes into ``holder_of`` (a delta's bases
-        are among it) and the values found into ``fetched``.
-        """
-        todo = set(lost)
-        for (thread, ns, _cid, parent, *_), _cp, _recent, _inline in decoded:
-            mine = {k for k in todo if k[:2] == (thread, ns)}
-            hops = 0
-            while parent and mine - holder_of.keys() and hops < _ANCESTORS:
-                hops += 1
-                ((_, rows),) = await self._fetch([q.select_checkpoints(self.app_name, thread, ns, parent, (), None, 1)])
-                if not rows:
-                    break
-                for (ch, v), holder in self._rows_of(self._loads((rows[0][4], rows[0][5]))).items():
-                    holder_of.setdefault((thread, ns, ch, v), holder)
-                parent = rows[0][3]
-            todo -= mine
-        # the lost values and what else the walk named of their channels (a delta's bases): one round trip
-        channels = {k[:3] for k in lost}
-        holders = sorted({(k[0], k[1], h) for k, h in holder_of.items() if k[:3] in channels and k not in fetched})
-        if holders:
-            ((_, more),) = await self._fetch([q.select_row_deltas(self.app_name, holders)])
-            fetched.update((tuple(b[:4]), b) for b in more)
-
-    async def _assemble(self, key: tuple[str, str, str, str], vtype: str, data: bytes, unpacked: Any,
-                        fetched: dict[Any, Any], holder_of: dict[Any, str], entry: Any) -> tuple[str, bytes, tuple[str, ...]]:
-        """A delta blob's whole list (:func:`.delta.assemble`), fetching bases the checkpoint did not name."""
-        thread, ns, ch, version = key
-
-        def row(v: str) -> tuple[str, bytes] | None:
-            got = unpacked((thread, ns, ch, v))
-            return None if got is None else (got[0], got[1] or b"")
-
-        while True:
-            try:
-                return delta.assemble(version, vtype, data, row)
-            except delta.MissingBase as missing:
-                base = (thread, ns, ch, missing.version)
-                if base not in holder_of:  # a checkpoint that does not name its chain: its ancestors do
-                    await self._find_lost([entry], [base], holder_of, fetched)
-                    if base in fetched:
-                        continue
-                holder = holder_of.get(base)
-                batch = q.select_values(self.app_name, [base], [(thread, ns, holder)] if holder is not None else [])
-                more = [b for _, found in await self._fetch(batch) for b in found if tuple(b[:4]) == base]
-                if not more:
-                    raise CheckpointCorruptError(
-                        f"channel {ch!r} version {version!r} of thread {thread!r} is stored as a delta on version "
-                        f"{missing.version!r}, which is gone (deleted outside this saver?)"
-                    ) from None
-                fetched[base] = more[0]
+        return await self._reader.list(thread, ns, cid, pairs, before_id, limit)
 
     # ------------------------------------------------------------------ sync
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
