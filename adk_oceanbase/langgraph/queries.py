@@ -19,13 +19,12 @@ __all__ = [
     "DELETE_THREAD",
     "INSERT_BLOBS",
     "INSERT_EMPTY_BLOB",
-    "INSERT_WRITES_FIRST",
     "UPSERT_CHECKPOINT",
     "UPSERT_CHECKPOINT_DELTA",
-    "UPSERT_WRITES",
     "delete_blobs_except",
     "delete_checkpoints_except",
     "delete_runs",
+    "insert_writes",
     "select_blobs",
     "select_checkpoints",
     "select_row_deltas",
@@ -83,21 +82,36 @@ ON DUPLICATE KEY UPDATE value_type = VALUES(value_type), checkpoint = VALUES(che
     delta_payload = VALUES(delta_payload)
 """
 
-_WRITES = """
-    INTO lg_checkpoint_writes
-    (app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload)
-VALUES (%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(idx)s, %(user)s, %(channel)s, %(path)s, %(type)s, X%(payload)s)
-"""
+_WRITE_COLUMNS = "(app_name, thread_id, checkpoint_ns, checkpoint_id, task_id, idx, user_id, channel, task_path, value_type, payload)"
 # Special writes (errors, interrupts: negative idx) replace; regular ones keep the first, as
 # LangGraph's savers do, so a retried task does not duplicate or reorder what it wrote.
-UPSERT_WRITES = "INSERT" + _WRITES + (
-    "ON DUPLICATE KEY UPDATE channel = VALUES(channel), value_type = VALUES(value_type), payload = VALUES(payload)"
-)
-# Not INSERT IGNORE: a lone write is sent alone on an autocommit connection (no COMMIT after it in
+_ON_SPECIAL = "ON DUPLICATE KEY UPDATE channel = VALUES(channel), value_type = VALUES(value_type), payload = VALUES(payload)"
+# Not INSERT IGNORE: a lone statement is sent alone on an autocommit connection (no COMMIT after it in
 # the packet), and the driver answers a statement that ends a packet with warnings (a duplicate
 # under IGNORE) by a SHOW WARNINGS round trip and a Python warning.  A no-op update keeps the first
 # row just the same, without a warning.
-INSERT_WRITES_FIRST = "INSERT" + _WRITES + "ON DUPLICATE KEY UPDATE task_id = task_id"
+_ON_REGULAR = "ON DUPLICATE KEY UPDATE task_id = task_id"
+
+
+def insert_writes(key: dict[str, Any], writes: Sequence[tuple[int, str, str, str]], special: bool) -> tuple[str, dict[str, Any]]:
+    """One ``put_writes`` call as one multi-row INSERT: ``key`` names ``app, thread, ns, id, task, user, path``
+    (the same for every row), ``writes`` is ``(idx, channel, value type, payload hex)`` per write.
+
+    ``special`` (every write an error, interrupt, ...: negative idx) replaces rows already there; else the
+    first row per ``(task, idx)`` stays, in the same statement too.  One statement rather than one per write:
+    the call is then sent alone in autocommit mode where the saver may (``RawTransaction.single``), as a put is.
+    Payloads are hex literals (see ``INSERT_BLOBS``), so each row names its own parameters (the driver's
+    multi-row rewrite only takes bare placeholders).
+    """
+    params: dict[str, Any] = dict(key)
+    rows = []
+    for i, (idx, channel, vtype, payload) in enumerate(writes):
+        params[f"i{i}"], params[f"c{i}"], params[f"t{i}"], params[f"p{i}"] = idx, channel, vtype, payload
+        rows.append(f"(%(app)s, %(thread)s, %(ns)s, %(id)s, %(task)s, %(i{i})s, %(user)s, %(c{i})s, %(path)s, "
+                    f"%(t{i})s, X%(p{i})s)")
+    sql = f"INSERT INTO lg_checkpoint_writes {_WRITE_COLUMNS} VALUES {', '.join(rows)} {_ON_SPECIAL if special else _ON_REGULAR}"
+    return sql, params
+
 
 DELETE_THREAD = [
     "DELETE FROM lg_checkpoint_writes WHERE app_name = %(app)s AND thread_id = %(thread)s",

@@ -335,13 +335,11 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         rows = []
         for idx, ((channel, _), value) in enumerate(zip(writes, values)):
             wtype, blob = self._dump(f"the write to {channel!r}", value)
-            rows.append({"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "task": task,
-                         "idx": codec.write_index(codec.check_channel(channel), idx), "user": user, "channel": channel,
-                         "path": task_path, "type": wtype, "payload": codec.hex_of(blob)})
+            rows.append((codec.write_index(codec.check_channel(channel), idx), channel, wtype, codec.hex_of(blob)))
         if rows:
-            special = all(r["idx"] < 0 for r in rows)
-            sql = q.UPSERT_WRITES if special else q.INSERT_WRITES_FIRST
-            await self._write([(sql, row) for row in rows])
+            # One statement for all of them: alone, it is sent in autocommit mode as a put is (see the module docstring).
+            key = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "task": task, "user": user, "path": task_path}
+            await self._write([q.insert_writes(key, rows, special=all(r[0] < 0 for r in rows))])
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._home.run(lambda: self._delete_thread(thread_id))
