@@ -34,10 +34,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 _HERE = Path(__file__).resolve().parent
-# benchmarks/langgraph.py would shadow the library (a namespace package): import it with this folder off the path.
+# benchmarks/langgraph.py would shadow the library (a namespace package): import it with this folder off the
+# path (by name: the library, not that entry script), then put the folder back for _common.
 sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))  # this checkout's adk_oceanbase
-import langgraph.checkpoint.base  # noqa: E402,F401
+_TEST_UTILS = importlib.import_module("langgraph.checkpoint.conformance.test_utils")
 
 sys.path.append(str(_HERE))
 from _common import ensure_database, seekdb_or_url, write_json  # noqa: E402
@@ -59,9 +60,10 @@ async def open_saver(cls: Any, host: str, port: int, db: str) -> Any:
 
 
 async def run(args: argparse.Namespace, host: str, port: int) -> dict[str, Any]:
-    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_config, generate_metadata
-
     from adk_oceanbase.langgraph import OceanBaseSaver
+
+    generate_checkpoint, generate_config = _TEST_UTILS.generate_checkpoint, _TEST_UTILS.generate_config
+    generate_metadata = _TEST_UTILS.generate_metadata
 
     savers: dict[str, Any] = {}
     closers = []
