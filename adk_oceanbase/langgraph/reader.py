@@ -38,6 +38,9 @@ _ANCESTORS = 64
 """Parent checkpoints a read walks up, at most, to find a value its checkpoint does not say the row of (``_find_lost``)."""
 _RECENT = 1024
 """Threads whose newest checkpoint's channel versions are remembered (see :meth:`Reader.get_tuple`)."""
+_BY_ID = 4096
+"""Checkpoints (any thread) remembered by id, the last read or written: what a put on a parent that is not
+its namespace's newest (an ``update_state`` fork) builds on."""
 
 
 class Recent(NamedTuple):
@@ -86,15 +89,23 @@ class Recall:
     A put builds its deltas and its :data:`.delta.ROWS_KEY` on it; a read
     fetches the guessed values with the checkpoint, and decodes a value held
     here without fetching it.  Bounded: the ``_RECENT`` namespaces used last.
+
+    The last ``_BY_ID`` checkpoints are also kept by id: ``update_state``
+    reads its fork point, then the thread's newest checkpoint, then puts on
+    the fork point; that put names the chains and rows of its parent as read
+    (else a read of the fork walks up the parents for each base of a delta).
     """
 
     def __init__(self) -> None:
         self._recent: OrderedDict[tuple[str, str], Recent] = OrderedDict()
+        self._by_id: OrderedDict[tuple[str, str, str], Recent] = OrderedDict()
         self._memory = delta.ValueMemory()
 
-    def get(self, thread: str, ns: str) -> Recent | None:
-        """The newest checkpoint this saver wrote or read on ``(thread, ns)``, if it remembers one."""
-        return self._recent.get((thread, ns))
+    def get(self, thread: str, ns: str, cid: str | None = None) -> Recent | None:
+        """The newest checkpoint this saver wrote or read on ``(thread, ns)``, or checkpoint ``cid`` of it, if remembered."""
+        if cid is None:
+            return self._recent.get((thread, ns))
+        return self._by_id.get((thread, ns, cid))
 
     def value(self, thread: str, ns: str, ch: str) -> delta.Known | None:
         """The last version of a channel this saver stored or read, with its bytes."""
@@ -106,18 +117,20 @@ class Recall:
         return known if known is not None and known.version == version else None
 
     def remember(self, thread: str, ns: str, recent: Recent, lists: dict[str, delta.Known]) -> None:
-        self._recent[(thread, ns)] = recent
-        self._recent.move_to_end((thread, ns))
-        if len(self._recent) > _RECENT:
-            self._recent.popitem(last=False)
+        for memo, key, bound in ((self._recent, (thread, ns), _RECENT), (self._by_id, (thread, ns, recent.cid), _BY_ID)):
+            memo[key] = recent
+            memo.move_to_end(key)
+            if len(memo) > bound:
+                memo.popitem(last=False)
         for ch, known in lists.items():
             self._memory.put((thread, ns, ch), known)
 
     def forget(self, threads: Sequence[str]) -> None:
         """Drops what is remembered of ``threads`` (their rows were deleted: no delta may rest on them)."""
         gone = set(threads)
-        for key in [k for k in self._recent if k[0] in gone]:
-            del self._recent[key]
+        for memo in (self._recent, self._by_id):
+            for key in [k for k in memo if k[0] in gone]:
+                del memo[key]
         for thread in gone:
             self._memory.forget_thread(thread)
 

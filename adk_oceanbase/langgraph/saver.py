@@ -235,10 +235,17 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         changed = {ch: redacted[ch] for ch in changed}
         inline = {ch: redacted[ch] for ch in inline}
         prev = self._recall.get(thread, ns)
-        # A channel this step left alone keeps its blob, and the chain that blob is built on.
-        chains = {ch: c for ch, c in prev.chains.items() if versions.get(ch) == prev.versions.get(ch)} if prev else {}
+        # The parent as this saver last stored or read it: the namespace's newest in a graph's run, another
+        # checkpoint for an ``update_state`` fork (which reads the thread's newest after its fork point).
+        base = self._recall.get(thread, ns, parent) if parent is not None else None
+        # A channel this step left alone keeps its blob, and the chain that blob is built on (a version names
+        # one blob: whichever checkpoint said its chain is right; the parent's word last).
+        chains = {}
+        for known in (prev, base):
+            if known is not None:
+                chains.update((ch, c) for ch, c in known.chains.items() if versions.get(ch) == known.versions.get(ch))
         # A delta rests on the channel's version in the parent checkpoint, as this saver last stored or read it.
-        parents = prev.versions if prev is not None and parent is not None and prev.cid == parent else {}
+        parents = base.versions if base is not None else {}
         md, run_id = codec.metadata_json(config, metadata)
         blobs, lists = [], {}
         riders: list[tuple[bool, int]] = []  # (is a delta, index in blobs): values that may ride in the row
@@ -267,7 +274,8 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         # common put is one statement (see the module docstring); not into a checkpoint this saver wrote
         # before: a re-put would replace the value that row holds, which later checkpoints may name.
         rider = self._rider(blobs, riders) if prev is None or prev.cid != cid else None
-        rows = self._rows_for(versions, chains, inline, prev, cid, rider)
+        before = {**((prev.rows or {}) if prev is not None else {}), **((base.rows or {}) if base is not None else {})}
+        rows = self._rows_for(versions, chains, inline, before, cid, rider)
         body = {**stored, "channel_values": inline}
         if chains:
             body[delta.CHAIN_KEY] = {ch: list(c) for ch, c in chains.items()}
@@ -298,14 +306,14 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
 
     @staticmethod
     def _rows_for(versions: dict[str, str], chains: dict[str, tuple[str, ...]], inline: dict[str, Any],
-                  prev: Recent | None, cid: str, rider: dict[str, Any] | None) -> dict[tuple[str, str], str]:
+                  before: dict[tuple[str, str], str], cid: str, rider: dict[str, Any] | None) -> dict[tuple[str, str], str]:
         """Where each value a read of this checkpoint needs is held, for those in a checkpoint row (:data:`.delta.ROWS_KEY`).
 
         The rider is in this checkpoint's row; a version this step did not
-        write (an unchanged channel, a delta's bases) is where the parent
-        checkpoint, as this saver stored or read it, said it was.
+        write (an unchanged channel, a delta's bases) is where ``before`` says:
+        what the parent checkpoint, and the namespace's newest, named as this
+        saver stored or read them.
         """
-        before = (prev.rows or {}) if prev is not None else {}
         mine = (rider["channel"], rider["version"]) if rider is not None else None
         rows = {}
         for ch, v in versions.items():

@@ -1,0 +1,108 @@
+"""Checkpoints made by ``update_state`` on an older checkpoint (a fork) name the rows and delta chains of the values
+they read, as a graph step's put does, so a read of the fork needs none of its parents; on seekdb and MariaDB.
+
+``update_state`` reads its fork point, then the thread's newest checkpoint, then puts on the fork point: the saver
+builds that put on the fork point as it read it (``reader.Recall`` keeps recent checkpoints by id), not on the newest.
+"""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph.graph")
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+from sqlalchemy import text  # noqa: E402
+
+from adk_oceanbase.langgraph import OceanBaseSaver  # noqa: E402
+from adk_oceanbase.langgraph import codec, reader  # noqa: E402
+from adk_oceanbase.rawtx import RawTransaction  # noqa: E402
+
+
+class State(TypedDict):
+    messages: Annotated[list[AnyMessage], operator.add]
+    steps: Annotated[list[str], operator.add]
+    note: str
+
+
+def agent(state: State) -> dict:
+    n = len(state["messages"])
+    return {"messages": [AIMessage(content=f"reply {n} " + "word " * n, id=f"a{n}")], "steps": [f"s{n}"], "note": f"n{n}"}
+
+
+def app(saver: OceanBaseSaver):
+    g = StateGraph(State)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    g.add_edge("agent", END)
+    return g.compile(checkpointer=saver)
+
+
+async def stored(saver: OceanBaseSaver, db, thread: str) -> dict[str, dict]:
+    """Each checkpoint of ``thread`` as stored: its versions, the chains and rows it names, the value its row holds."""
+    async with db.engine.connect() as conn:
+        rows = (await conn.execute(text(
+            "SELECT checkpoint_id, value_type, checkpoint, delta_channel, delta_version FROM lg_checkpoints "
+            "WHERE thread_id = :t"), {"t": thread})).all()
+    out = {}
+    for cid, vtype, payload, channel, version in rows:
+        cp = saver.serde.loads_typed(codec.unpack(vtype, payload))
+        versions = {ch: str(v) for ch, v in cp["channel_versions"].items()}
+        out[cid] = {"versions": versions, "chains": reader.chains_of(cp, versions), "rows": reader.rows_of(cp),
+                    "inline": set(cp.get("channel_values") or {}), "holds": (channel, version)}
+    return out
+
+
+@pytest.fixture
+def round_trips(monkeypatch) -> list[int]:
+    """Statements per read round trip the savers send (``RawTransaction.batch``, wrapped: they still run)."""
+    calls: list[int] = []
+    batch = RawTransaction.batch
+
+    async def spy(self, statements, **kw):
+        calls.append(len(statements))
+        return await batch(self, statements, **kw)
+
+    monkeypatch.setattr(RawTransaction, "batch", spy)
+    return calls
+
+
+async def test_a_fork_names_its_parents_chains_and_rows_and_reads_in_two_round_trips(engine_db, round_trips) -> None:
+    thread = "t-fork"
+    cfg = {"configurable": {"thread_id": thread}}
+    async with OceanBaseSaver(database=engine_db) as saver:
+        graph = app(saver)
+        for i in range(4):
+            await graph.ainvoke({"messages": [HumanMessage(content=f"question {i}", id=f"h{i}")]}, cfg)
+        history = [s async for s in graph.aget_state_history(cfg)]
+        points = [history[4].config, history[2].config]
+        forks = [
+            await graph.aupdate_state(points[0], {"note": "edited", "steps": ["x"]}),  # the message list unchanged
+            await graph.aupdate_state(points[1], {"messages": [HumanMessage(content="edit", id="e1")]}),
+        ]
+        expected = [(await saver.aget_tuple(f)).checkpoint["channel_values"] for f in forks]
+        rows = await stored(saver, engine_db, thread)
+    held_in = {r["holds"]: cid for cid, r in rows.items() if r["holds"][0] is not None}
+    for point, fork in zip(points, forks):
+        mine, parent = rows[fork["configurable"]["checkpoint_id"]], rows[point["configurable"]["checkpoint_id"]]
+        unchanged = {ch for ch, v in mine["versions"].items() if parent["versions"].get(ch) == v}
+        # a channel the fork left alone keeps the chain its blob is built on, as the fork point named it
+        assert {ch: c for ch, c in mine["chains"].items() if ch in unchanged} == {
+            ch: c for ch, c in parent["chains"].items() if ch in unchanged}
+        # every value it reads that a checkpoint row holds, the fork names that row
+        reads = [(ch, v) for ch, version in mine["versions"].items() if ch not in mine["inline"]
+                 for v in (version, *mine["chains"].get(ch, ()))]
+        assert {k: held_in[k] for k in reads if k in held_in} == {k: h for k, h in mine["rows"].items() if k in held_in}
+        assert any(k in held_in for k in reads)  # the test sees values in rows (not only in the blob table)
+    assert rows[forks[0]["configurable"]["checkpoint_id"]]["chains"]["messages"]  # the list it kept is a delta
+
+    async with OceanBaseSaver(database=engine_db) as fresh:  # knows nothing of the thread
+        for fork, values in zip(forks, expected):
+            del round_trips[:]
+            got = await fresh.aget_tuple(fork)
+            assert got.checkpoint["channel_values"] == values
+            assert len(round_trips) == 2  # the checkpoint with its writes, then its values: no walk up the parents
