@@ -71,6 +71,12 @@ from .writer import GroupWriter
 
 __all__ = ["OceanBaseSaver"]
 
+_WRITES_STATEMENT_BYTES = 4 * 1024 * 1024
+"""Payload (hex text) one ``put_writes`` statement carries at most, before the call's next writes go in another.
+
+A call is one statement in the common case; bigger ones stay within the server's packet where statements
+are sent one by one (``batch_statements=False``), as one statement per write did."""
+
 logger = logging.getLogger(__name__)
 
 
@@ -347,7 +353,21 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         if rows:
             # One statement for all of them: alone, it is sent in autocommit mode as a put is (see the module docstring).
             key = {"app": self.app_name, "thread": thread, "ns": ns, "id": cid, "task": task, "user": user, "path": task_path}
-            await self._write([q.insert_writes(key, rows, special=all(r[0] < 0 for r in rows))])
+            special = all(r[0] < 0 for r in rows)
+            await self._write([q.insert_writes(key, part, special) for part in self._parts(rows)])
+
+    @staticmethod
+    def _parts(rows: list[tuple[int, str, str, str]]) -> list[list[tuple[int, str, str, str]]]:
+        """``rows`` in order, cut where a part's payloads would pass ``_WRITES_STATEMENT_BYTES`` (one row at least each)."""
+        parts: list[list[tuple[int, str, str, str]]] = [[]]
+        size = 0
+        for row in rows:
+            if parts[-1] and size + len(row[3]) > _WRITES_STATEMENT_BYTES:
+                parts.append([])
+                size = 0
+            parts[-1].append(row)
+            size += len(row[3])
+        return parts
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self._home.run(lambda: self._delete_thread(thread_id))

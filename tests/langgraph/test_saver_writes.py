@@ -111,3 +111,18 @@ async def test_an_audited_call_is_one_transaction_with_its_audit_row(engine_db, 
         audited = (await conn.execute(text("SELECT COUNT(*) FROM audit_log WHERE app_name = 'lgw' "
                                            "AND operation = 'lg_put_writes'"))).scalar()
     assert audited == 1 and len(await stored_writes(engine_db, "t-audit")) == 3
+
+
+async def test_writes_past_one_statements_size_are_several_statements_in_one_transaction(engine_db, sent, monkeypatch) -> None:
+    """A call's payloads beyond ``_WRITES_STATEMENT_BYTES`` go in more statements (for ``batch_statements=False``)."""
+    from adk_oceanbase.langgraph import saver as saver_module
+
+    monkeypatch.setattr(saver_module, "_WRITES_STATEMENT_BYTES", 300)
+    saver = OceanBaseSaver(database=engine_db)
+    stored = await a_checkpoint(saver, "t-parts")
+    del sent[:]
+    writes = [(f"ch{i}", "v" * 100 + str(i)) for i in range(5)]  # ~210 hex characters each: one per statement
+    await saver.aput_writes(stored, writes, "task-1")
+    assert sent == [("batch", 6)]  # five statements and COMMIT
+    await saver.aput_writes(stored, [(ch, "again") for ch, _ in writes], "task-1")  # re-delivered: the first stays
+    assert (await saver.aget_tuple(stored)).pending_writes == [("task-1", ch, v) for ch, v in writes]
