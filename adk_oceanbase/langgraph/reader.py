@@ -44,7 +44,7 @@ its namespace's newest (an ``update_state`` fork) builds on."""
 
 
 class Recent(NamedTuple):
-    """The newest checkpoint this saver wrote or read on a thread namespace."""
+    """A checkpoint this saver wrote or read: what a put builds on and a read guesses (:class:`Recall`)."""
 
     cid: str
     versions: dict[str, str]
@@ -163,8 +163,9 @@ class Reader:
         # _tuples makes for what is missing): a graph's get after its put is one round trip.  So do
         # the writes of that checkpoint when the newest is asked for: by key, the server's answer is
         # ~0.04 ms quicker than through the MAX() subquery (seekdb, 2026-11-28); another writer's
-        # newer checkpoint costs a round trip for its writes.
-        guess = self._recall.get(thread, ns)
+        # newer checkpoint costs a round trip for its writes.  A checkpoint asked for by id that this saver
+        # read or wrote lately (time travel, ``update_state``'s fork point) is guessed the same way.
+        guess = (self._recall.get(thread, ns, cid) if cid is not None else None) or self._recall.get(thread, ns)
         wid = cid if cid is not None else guess.cid if guess is not None else None
         if wid is None:
             writes = q.select_latest_writes(self.app_name, thread, ns)

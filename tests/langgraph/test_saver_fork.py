@@ -85,6 +85,10 @@ async def test_a_fork_names_its_parents_chains_and_rows_and_reads_in_two_round_t
             await graph.aupdate_state(points[1], {"messages": [HumanMessage(content="edit", id="e1")]}),
         ]
         expected = [(await saver.aget_tuple(f)).checkpoint["channel_values"] for f in forks]
+        del round_trips[:]
+        again = await saver.aget_tuple(points[0])  # a fork point it read: its values come with it
+        assert len(round_trips) == 1
+        assert {k: again.checkpoint["channel_values"].get(k) for k in history[4].values} == history[4].values
         rows = await stored(saver, engine_db, thread)
     held_in = {r["holds"]: cid for cid, r in rows.items() if r["holds"][0] is not None}
     for point, fork in zip(points, forks):
