@@ -22,7 +22,8 @@ COMMIT``: bare aiomysql, interleaved, load 2.0, 2026-11-28).  Only the kept
 connection of a saver on its own engine stays in autocommit mode; on a
 shared ``Database`` the statement and its COMMIT go in one packet.  Further
 changed values, an audit row or writes merged by :mod:`.writer` make it a
-transaction as before.  Each checkpoint names the rows holding the values
+transaction as before.  A ``put_writes`` call is one statement too, however many
+writes it carries (one multi-row INSERT, :func:`.queries.insert_writes`).  Each checkpoint names the rows holding the values
 it reads (:data:`.delta.ROWS_KEY`), fetched by primary key with the blobs;
 before checkpoint rows of a living thread are deleted (``delete_for_runs``,
 ``prune``) the values they hold are copied to the blob table, where a read
