@@ -110,3 +110,34 @@ async def test_a_fork_names_its_parents_chains_and_rows_and_reads_in_two_round_t
             got = await fresh.aget_tuple(fork)
             assert got.checkpoint["channel_values"] == values
             assert len(round_trips) == 2  # the checkpoint with its writes, then its values: no walk up the parents
+
+
+@pytest.mark.parametrize("riders", [True, False], ids=["rows", "blobs"])
+async def test_a_checkpoint_that_does_not_name_its_chain_finds_each_base_without_walking_to_the_root(
+        engine_db, round_trips, monkeypatch, riders) -> None:
+    """A put by a saver that had not read the thread (or a fork written before this change) names no chain for the
+    list it kept: each base is then fetched where it is (the blob table first), not after a walk up every parent."""
+    from langgraph.checkpoint.conformance.test_utils import generate_checkpoint, generate_config, generate_metadata
+
+    thread = f"t-unnamed-{riders}"
+    if not riders:  # values in the blob table, as before revision 0023 or for the second changed value of a put
+        monkeypatch.setattr(OceanBaseSaver, "_rider", staticmethod(lambda blobs, riders: None))
+    async with OceanBaseSaver(database=engine_db) as saver:
+        cfg = generate_config(thread)
+        versions: dict[str, str] = {}
+        for i in range(20):  # 20 checkpoints; the message list's chain: a snapshot every 8 versions, deltas between
+            new = {"messages": saver.get_next_version(versions.get("messages"), None)}
+            versions.update(new)
+            msgs = [HumanMessage(content=f"message {n}", id=f"m{n}") for n in range(i + 1)]
+            cp = generate_checkpoint(channel_values={"messages": msgs}, channel_versions=dict(versions))
+            cfg = await saver.aput(cfg, cp, generate_metadata(step=i), new)
+    async with OceanBaseSaver(database=engine_db) as stranger:  # has not read the thread: cannot name the chain
+        cp = generate_checkpoint(channel_values={"messages": msgs, "note": "x"}, channel_versions={**versions, "note": "1"})
+        child = await stranger.aput(cfg, cp, generate_metadata(step=20), {"note": "1"})
+    async with OceanBaseSaver(database=engine_db) as fresh:
+        del round_trips[:]
+        got = await fresh.aget_tuple(child)
+        assert got.checkpoint["channel_values"]["messages"] == msgs
+        # the checkpoint with its writes, its values, then at most one per base of the chain (8 versions at most):
+        # walking up every parent for each base kept in the blob table took 65
+        assert len(round_trips) <= 2 + 8
