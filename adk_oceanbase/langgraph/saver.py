@@ -168,7 +168,6 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
         # kept past its owner's life would hold a pool slot until the garbage collector ends it.
         self._lease = ConnectionLease(self.database.config.pool_recycle) if self._owns_db else None
         self._recall = Recall()
-        self._reader = Reader(self.app_name, self._fetch, lambda typed: self.serde.loads_typed(typed), self._recall)
 
     # ------------------------------------------------------------------ helpers
     def get_next_version(self, current: Optional[str], channel: None = None) -> str:  # type: ignore[override]
@@ -434,6 +433,11 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             await self._write(statements)
 
     # ------------------------------------------------------------------ reads (:mod:`.reader`)
+    def _reader(self) -> Reader:
+        """The read side, made per call: ``with_allowlist`` (LangGraph's strict msgpack mode) hands the graph a
+        shallow copy of this saver with another ``serde``, which its reads must use."""
+        return Reader(self.app_name, self._fetch, self.serde.loads_typed, self._recall)
+
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return await self._home.run(lambda: self._get_tuple(config))
 
@@ -441,7 +445,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
     async def _get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         thread, ns, cid = codec.key_of(config)
         await self._engine()
-        return await self._reader.get_tuple(thread, ns, cid)
+        return await self._reader().get_tuple(thread, ns, cid)
 
     async def alist(
         self,
@@ -468,7 +472,7 @@ class OceanBaseSaver(HomeLifecycle, DatabaseService, BaseCheckpointSaver[str]):
             raise InvalidValueError(f"limit must be a non-negative integer, got {limit!r}")
         pairs = codec.filter_pairs(flt)
         await self._engine()
-        return await self._reader.list(thread, ns, cid, pairs, before_id, limit)
+        return await self._reader().list(thread, ns, cid, pairs, before_id, limit)
 
     # ------------------------------------------------------------------ sync
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:

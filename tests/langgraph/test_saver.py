@@ -227,3 +227,34 @@ async def test_the_saver_keeps_one_connection_and_survives_losing_it(engine_db, 
     assert pool.checkedout() == 1
     await saver.aclose()
     assert pool.checkedout() == 0
+
+
+async def test_a_clone_with_another_serde_reads_and_writes_with_it(engine_db) -> None:
+    """``with_allowlist`` (strict msgpack mode) gives the graph a shallow copy with its own ``serde``: used for reads too."""
+    import copy
+
+    saver = OceanBaseSaver(database=engine_db)
+    stored = await saver.aput(generate_config("t-clone"), generate_checkpoint(), generate_metadata(), {})
+    used: list[str] = []
+
+    class Counting:
+        def __init__(self, inner):
+            self.inner = inner
+
+        def dumps_typed(self, value):
+            used.append("dumps")
+            return self.inner.dumps_typed(value)
+
+        def loads_typed(self, typed):
+            used.append("loads")
+            return self.inner.loads_typed(typed)
+
+    clone = copy.copy(saver)  # what BaseCheckpointSaver.with_allowlist does
+    clone.serde = Counting(saver.serde)
+    await clone.aput_writes(stored, [("a", [1, 2])], "task-c")
+    assert used == ["dumps"]
+    got = await clone.aget_tuple(stored)
+    assert got.pending_writes == [("task-c", "a", [1, 2])] and "loads" in used
+    used.clear()
+    assert [t.pending_writes async for t in clone.alist(generate_config("t-clone"))] == [got.pending_writes]
+    assert "loads" in used
