@@ -22,6 +22,7 @@ Usage::
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --recall scenarios,vote:5,vote:10   # choosing knobs
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --cost 0,0.2   # the agent's cost exponent
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --path-join none,0.4   # the join by path
+    python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --split-p none,0.01   # splitting wrong joins
 """
 
 from __future__ import annotations
@@ -43,10 +44,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 from _procedural_env import COST, TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift, build, choose  # noqa: E402
 
-import _procedural_split as _ps  # noqa: E402
-
 from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
 from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
+from adk_oceanbase.procedural import splitting  # noqa: E402
 from adk_oceanbase.procedural.extraction import path_hash  # noqa: E402
 from adk_oceanbase.procedural.recall import Recall, build_recall  # noqa: E402
 
@@ -56,7 +56,7 @@ T0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
 def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessions: int = 1000, wordings=None,
-           cost: float = COST, split: dict | None = None) -> dict:
+           cost: float = COST) -> dict:
     import numpy as np
 
     env = build(seed, wordings)
@@ -71,11 +71,9 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     order = random.Random(seed + 2)
     schedule = [s for s in env.scenarios for _ in range(sessions // len(env.scenarios))]
     order.shuffle(schedule)
-    grouping = sc.Grouping if split is None else _SplitGrouping
-    g = grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
-                 agreement=settings.merge_agreement, path_join=settings.path_similarity)
-    if split is not None:
-        g.split = split
+    g = sc.Grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
+                    agreement=settings.merge_agreement, path_join=settings.path_similarity, split_p=settings.split_p,
+                    split_min=settings.split_min_runs)
     splits: list[dict] = []
     runs: list[dict] = []  # oldest first: scenario, path, outcome, tools, task
     vecs = np.zeros((sessions, 384), dtype=np.float32)
@@ -102,9 +100,10 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
                 if r["scenario"] == src:
                     r["scenario"] = dst
         vecs[len(runs)] = vec
-        runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k})
-        if split is not None:
-            _split(g, runs, vecs, scenario, split, app, splits)
+        runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k,
+                     "hash": sc.request_hash(text)})
+        if settings.split_p is not None:
+            _split(g, runs, vecs, scenario, settings, app, splits)
         rows.append((task.name, seen[task.name], ok, len(path.tools), path.p, task.paths[task.best].p))
         if drift is task and seen[task.name] > drift_at:
             trace.append(tuple(recommended) == task.paths[task.best].tools if recommended else False)
@@ -123,15 +122,12 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     for r in runs:
         groups[r["scenario"]].append(r["task"])
         homes[r["task"]].add(r["scenario"])
-    if split is not None:
+    if settings.split_p is not None:
         out.update(splits=len(splits), splits_pure=sum(1 for x in splits if x["pure_before"]),
                    splits_clean=sum(1 for x in splits if x["moved_one_task"] and not x["moved_host"]),
                    split_log=splits)
     out.update(scenarios_found=len(groups), tasks_split=sum(1 for h in homes.values() if len(h) > 1),
                grouping_purity=sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(runs))
-    if os.environ.get("PROCSPLIT_DEBUG"):  # TEMP
-        out["_runs"] = runs
-        out["_vecs"] = vecs[: len(runs)].tolist()
     if trace:
         out.update(drift_followed_after=next((i + 1 for i in range(len(trace)) if all(trace[i:])), None),
                    drift_trace="".join("1" if x else "0" for x in trace), drift_wordings="".join(map(str, wordings)),
@@ -139,69 +135,34 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     return out
 
 
-class _SplitGrouping(sc.Grouping):
-    """PROTOTYPE: the grouping that never merges two scenarios whose outcomes disagree on a shared path."""
-
-    split: dict = {}
-
-    def overlap_of(self, a: str, b: str) -> float:
-        if _ps.disagree(self.outcomes.get(a, {}), self.outcomes.get(b, {}), p=self.split["p"],
-                        min_count=self.split["min_count"]):
-            return 0.0
-        return super().overlap_of(a, b)
-
-
-def _split(g: sc.Grouping, runs: list[dict], vecs, scenario: str, split: dict, app: str, log: list) -> None:
-    """PROTOTYPE: after a run is filed, move a wording cluster of its scenario whose outcomes disagree."""
-    import numpy as np
-
-    members = [i for i in range(len(runs)) if runs[i]["scenario"] == scenario][-split["cap"]:]
-    found = _ps.split_of(vecs[members], [runs[i]["path"] for i in members], [runs[i]["ok"] for i in members],
-                         link=split["link"], p=split["p"], min_count=split["min_count"])
+def _split(g: sc.Grouping, runs: list[dict], vecs, scenario: str, settings: ProceduralSettings, app: str,
+           log: list) -> None:
+    """``ProcedureStore._split`` on the runs in memory: the scenario's newest ``split_window`` runs (oldest
+    first), :func:`~adk_oceanbase.procedural.splitting.split_of`, then ``Grouping.split_to`` / ``move``."""
+    members = [i for i in range(len(runs)) if runs[i]["scenario"] == scenario][-settings.split_window:]
+    if g.known[scenario].label or len(members) < 2 * settings.split_min_runs:
+        return
+    found = splitting.split_of(vecs[members], [runs[i]["path"] for i in members], [runs[i]["ok"] for i in members],
+                               link=settings.split_link, p=settings.split_p, min_count=settings.split_min_runs,
+                               overlap=settings.merge_overlap)
     if found is None:
         return
-    rows, pv, on_path = found
-    moved = [members[i] for i in rows]
+    moved = [members[i] for i in found.rows]
     total = vecs[moved].sum(axis=0)
     table: dict[str, list[int]] = {}
     for i in moved:
         table.setdefault(runs[i]["path"], [0, 0])[0 if runs[i]["ok"] else 1] += 1
-    direction = total / np.linalg.norm(total)
-    dest, best = None, -1.0
-    for c in g.known.values():
-        if c.scenario_id == scenario or c.direction is None:
-            continue
-        cos = float(np.dot(c.direction, direction))
-        have = g.outcomes.get(c.scenario_id, {})
-        if (cos >= split["dest"] and cos > best and sum(have.get(on_path, (0, 0))) >= split["min_count"]
-                and not _ps.disagree(table, have, p=split["p"], min_count=split["min_count"])):
-            dest, best = c.scenario_id, cos
-    tasks_before = Counter(runs[i]["task"] for i in range(len(runs)) if runs[i]["scenario"] == scenario)
+    before = Counter(runs[i]["task"] for i in range(len(runs)) if runs[i]["scenario"] == scenario)
     moved_tasks = Counter(runs[i]["task"] for i in moved)
-    if dest is None:
-        dest = "x-" + sc.request_hash(f"{app}:{runs[moved[0]]['k']}")[:40]
-    # take the cluster out of the source, add it to the destination: centroid, members, outcomes, paths
-    src = g.known[scenario]
-    g.known[scenario] = sc._centroid(scenario, src.label, src.total - total, src.members - len(moved))
-    have = g.known.get(dest)
-    g.known[dest] = sc._centroid(dest, None, total if have is None else have.total + total,
-                                 len(moved) + (have.members if have else 0))
-    for path, (s, f) in table.items():
-        o = g.outcomes[scenario][path]
-        o[0] -= s
-        o[1] -= f
-        d = g.outcomes.setdefault(dest, {}).setdefault(path, [0, 0])
-        d[0] += s
-        d[1] += f
+    dst = g.split_to(scenario, total, table, found.path, sc.split_id(app, "", runs[moved[0]]["hash"]))
+    new = dst not in g.known
     for i in moved:
-        runs[i]["scenario"] = dest
-    g.paths[scenario] = {r["path"] for r in runs if r["scenario"] == scenario}
-    g.outcomes[scenario] = {p: v for p, v in g.outcomes[scenario].items() if p in g.paths[scenario]}
-    g.paths.setdefault(dest, set()).update(table)
-    host = tasks_before.most_common(1)[0][0]
-    log.append({"at": len(runs), "p": pv, "moved": len(moved), "of": sum(tasks_before.values()), "new": have is None,
-                "pure_before": len(tasks_before) == 1, "moved_one_task": len(moved_tasks) == 1,
-                "moved_host": host in moved_tasks, "tasks_before": dict(tasks_before), "moved_tasks": dict(moved_tasks)})
+        runs[i]["scenario"] = dst
+    g.move(scenario, dst, total, len(moved), table, {r["path"] for r in runs if r["scenario"] == scenario})
+    host = before.most_common(1)[0][0]
+    log.append({"at": len(runs), "covered": found.covered, "moved": len(moved), "of": sum(before.values()), "new": new,
+                "pure_before": len(before) == 1, "moved_one_task": len(moved_tasks) == 1,
+                "moved_host": host in moved_tasks, "tasks_before": dict(before), "moved_tasks": dict(moved_tasks)})
 
 
 def _targets(vec, g: sc.Grouping, runs: list[dict], vecs, settings: ProceduralSettings, pool: float) -> list:
@@ -258,12 +219,9 @@ def main() -> None:
     parser.add_argument("--cost", default=str(COST), help="the agent's cost exponent alpha (choose), comma-separated")
     parser.add_argument("--decline", default="default",
                         help="ProceduralSettings.decline_p values ('none': off; 'default': the setting's default), comma-separated")
-    parser.add_argument("--split-p", default="none",
-                        help="PROTOTYPE (procsplit): split a wording cluster whose outcomes disagree at this Fisher p; comma-separated")
-    parser.add_argument("--split-link", type=float, default=0.8, help="PROTOTYPE: wording clusters' single-link cosine")
-    parser.add_argument("--split-min", type=int, default=5, help="PROTOTYPE: known outcomes each side needs on the path")
-    parser.add_argument("--split-cap", type=int, default=200, help="PROTOTYPE: newest runs of the scenario read")
-    parser.add_argument("--split-dest", type=float, default=0.45, help="PROTOTYPE: cosine a destination scenario needs")
+    parser.add_argument("--split-p", default="default",
+                        help="ProceduralSettings.split_p values ('none': runs stay where filed; 'default': the setting's "
+                             "default), comma-separated")
     parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -287,16 +245,16 @@ def main() -> None:
                              [float(c) for c in args.cost.split(",")], args.path_join.split(","), args.decline.split(","),
                              args.split_p.split(","), seeds)
     for condition, a, mode, cost, pj, decline, sp, seed in grid:
-        split = None if sp == "none" else {"p": float(sp), "link": args.split_link, "min_count": args.split_min,
-                                            "cap": args.split_cap, "dest": args.split_dest}
         extra = {} if decline == "default" else {"decline_p": None if decline == "none" else float(decline)}
+        if sp != "default":
+            extra["split_p"] = None if sp == "none" else float(sp)
         settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
                                       recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]),
                                       path_similarity=None if pj == "none" else float(pj), **extra)
         r = replay(embed, condition, seed, settings, wordings=wordings,
-                   sessions=args.sessions or 50 * len(wordings or WORDINGS), cost=cost, split=split)
+                   sessions=args.sessions or 50 * len(wordings or WORDINGS), cost=cost)
         r.update(recall=mode, cost=cost, path_similarity=settings.path_similarity, decline_p=settings.decline_p,
-                 split=split)
+                 split_p=settings.split_p)
         results.append(r)
         print(json.dumps(r), flush=True)
     if args.out:
