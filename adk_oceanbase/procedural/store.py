@@ -195,8 +195,8 @@ class ProcedureStore(DatabaseService):
         ``procedure_split`` with the number of runs moved.
         """
         have = grouping.known.get(scenario)
-        if have is None or have.label:
-            return  # a labelled scenario was named outright: never split
+        if have is None or have.label or have.direction is None:
+            return  # a labelled scenario was named outright: never split (nor one without request vectors)
         s = self.settings
         rows = (await conn.execute(q.scenario_runs(app, scope, scenario, s.split_window))).mappings().all()
         rows = [r for r in reversed(rows) if (v := decode_vector(r["request_vector"])) is not None and v.shape == have.direction.shape]
