@@ -126,9 +126,11 @@ class ProceduralSettings:
     task's centroid than its own is joined there while both are young, and neither the join by path nor the
     merges could undo it (seed 11's two order-number tasks in one scenario).  0.01 was chosen on the tune
     split only (``benchmarks/procedural_replay.py --split tune --split-p``, seeds 101-112, paired with the
-    rule off; benchmarks/README.md, session 20, procsplit): purity 0.961 -> 0.988 on the clean run (better
-    on 12 of 12 seeds), 0.946 -> 0.992 with noise, no scenario of one task split; clean gap -0.7 point,
-    expected gap -0.3; noise gap +0.0; drift followed within 20 sessions on 6 of 12 against 5.
+    rule off; benchmarks/README.md, session 20, procsplit): purity 0.961 -> 0.988 on the clean run (higher
+    on 7 seeds, lower on none), 0.946 -> 0.992 with noise, no scenario of one task split (0 of 37 splits);
+    clean gap -0.7 point, expected gap -0.3; noise gap +0.0; drift followed within 20 sessions on 6 of 12
+    against 5 (drift expected gap +0.7, se 0.8); on fresh tune seeds 125-136 the clean expected gap -1.9
+    points (se 0.8, 1 seed of 12 worse).
     ``None``: runs stay where they were filed (the rule before)."""
 
     split_link: float = 0.8
