@@ -199,10 +199,12 @@ class ProcedureStore(DatabaseService):
             return  # a labelled scenario was named outright: never split (nor one without request vectors)
         s = self.settings
         rows = (await conn.execute(q.scenario_runs(app, scope, scenario, s.split_window))).mappings().all()
-        rows = [r for r in reversed(rows) if (v := decode_vector(r["request_vector"])) is not None and v.shape == have.direction.shape]
-        if len(rows) < 2 * s.split_min_runs:
+        decoded = [(r, decode_vector(r["request_vector"])) for r in reversed(rows)]  # oldest first
+        decoded = [(r, v) for r, v in decoded if v is not None and v.shape == have.direction.shape]
+        if len(decoded) < 2 * s.split_min_runs:
             return
-        vectors = np.stack([decode_vector(r["request_vector"]) for r in rows])
+        rows = [r for r, _ in decoded]
+        vectors = np.stack([v for _, v in decoded])
         outcomes = [None if r["outcome"] not in ("success", "failure") else r["outcome"] == "success" for r in rows]
         found = splitting.split_of(vectors, [r["path_hash"] for r in rows], outcomes, link=s.split_link, p=s.split_p,
                                    min_count=s.split_min_runs, overlap=s.merge_overlap)
