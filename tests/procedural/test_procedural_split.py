@@ -168,3 +168,16 @@ async def test_the_store_moves_a_wrongly_joined_wording_out_with_its_counts(pdb,
     assert await scenario_of(pdb, later.id) == other and await members(pdb, app) == {home: 5, other: 6}
     await delete_user_data(pdb, app, "bob")  # erasure still removes every moved contribution
     assert await members(pdb, app) == {home: 5} and sorted((await stats(pdb, app)).values()) == [(5, 0)]
+
+
+def test_split_runs_go_to_the_near_scenario_they_agree_with():
+    g = Grouping([], join=0.9, merge=0.45, agreement=0.5, split_p=0.01, split_min=5)
+    for _ in range(5):
+        g.assign(A, "A", "pa", True)
+        g.assign(X, "X", "px", True)  # X's task already has a scenario of its own (0.7 from A: under the join bar 0.9)
+    moved = {"px": [5, 0]}
+    assert g.split_to("A", X * 5, moved, "px", "new") == "X"  # near, ran px, agrees
+    assert g.split_to("A", X * 5, {"px": [0, 5]}, "px", "new") == "new"  # ran px with the opposite luck: a new one
+    assert g.split_to("A", X * 5, moved, "py", "new") == "new"  # never ran the moved runs' path
+    far = np.array([0.0, 1.0, 0.0])  # 0.0 from X's centroid: under merge_similarity
+    assert g.split_to("A", far * 5, moved, "px", "new") == "new"
