@@ -99,7 +99,7 @@ class ScriptedAgent(BaseAgent):
 async def run_one(
     db: Any, embedder: Any, policy: str, condition: str, sessions: int, seed: int, pool: float | None = None,
     follow: float | None = FOLLOW, cost: float = COST, path_similarity: float | None | str = "default",
-    decline: str = "default",
+    decline: str = "default", split: str = "default",
 ) -> dict:
     from google.adk.runners import Runner
 
@@ -112,6 +112,8 @@ async def run_one(
     extra: dict[str, Any] = {} if decline == "default" else {"decline_p": None if decline == "none" else float(decline)}
     if path_similarity != "default":
         extra["path_similarity"] = path_similarity
+    if split != "default":
+        extra["split_p"] = None if split == "none" else float(split)
     settings = ProceduralSettings(pool_similarity=pool, **extra)
     store = ProcedureStore(database=db, embedder=embedder, settings=settings) if policy == "ours" else None
     service = OceanBaseSessionService(database=db)
@@ -210,6 +212,8 @@ async def main() -> None:
                         help="the agent's cost exponent alpha when exploring (ours only; procedural_replay.py --cost)")
     parser.add_argument("--decline-p", default="default",
                         help="ProceduralSettings.decline_p ('none': the rule before it; default: the setting's default)")
+    parser.add_argument("--split-p", default="default",
+                        help="ProceduralSettings.split_p ('none': runs stay where filed; default: the setting's default)")
     parser.add_argument("--url", default=None, help="a database URL; default: a throw-away seekdb server")
     parser.add_argument("--hash-embedder", action="store_true", help="HashEmbedder instead of MiniLM (faster, lexical)")
     parser.add_argument("--out", default=None)
@@ -247,9 +251,9 @@ async def main() -> None:
             for condition in args.runs.split(","):
                 for policy in args.policies.split(","):
                     r = await run_one(db, embedder, policy, condition, args.sessions, args.seed, args.pool_similarity, follow,
-                                      args.cost, path_similarity, args.decline_p)
+                                      args.cost, path_similarity, args.decline_p, args.split_p)
                     r.update(pool_similarity=args.pool_similarity, follow=args.follow, cost=args.cost,
-                             path_similarity=args.path_similarity, decline_p=args.decline_p)
+                             path_similarity=args.path_similarity, decline_p=args.decline_p, split_p=args.split_p)
                     results.append(r)
                     print(f"{condition:6} {policy:6} success {r['success_rate']:.3f} after-{WARMUP} "
                           f"{r['success_after_warmup']:.3f} calls/solved {r['calls_per_solved']:.2f}"

@@ -22,6 +22,7 @@ Usage::
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --recall scenarios,vote:5,vote:10   # choosing knobs
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --cost 0,0.2   # the agent's cost exponent
     python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --path-join none,0.4   # the join by path
+    python benchmarks/procedural_replay.py --split tune --seed 101,102,103 --split-p none,0.01   # splitting wrong joins
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ from _procedural_env import COST, TUNE_SEEDS, TUNE_WORDINGS, WORDINGS, add_drift
 
 from adk_oceanbase.procedural import ProceduralSettings  # noqa: E402
 from adk_oceanbase.procedural import scenarios as sc  # noqa: E402
+from adk_oceanbase.procedural import splitting  # noqa: E402
 from adk_oceanbase.procedural.extraction import path_hash  # noqa: E402
 from adk_oceanbase.procedural.recall import Recall, build_recall  # noqa: E402
 
@@ -70,7 +72,9 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     schedule = [s for s in env.scenarios for _ in range(sessions // len(env.scenarios))]
     order.shuffle(schedule)
     g = sc.Grouping([], join=settings.similarity, merge=settings.merge_similarity, overlap=settings.merge_overlap,
-                    agreement=settings.merge_agreement, path_join=settings.path_similarity)
+                    agreement=settings.merge_agreement, path_join=settings.path_similarity, split_p=settings.split_p,
+                    split_min=settings.split_min_runs)
+    splits: list[dict] = []
     runs: list[dict] = []  # oldest first: scenario, path, outcome, tools, task
     vecs = np.zeros((sessions, 384), dtype=np.float32)
     seen: Counter = Counter()
@@ -96,7 +100,10 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
                 if r["scenario"] == src:
                     r["scenario"] = dst
         vecs[len(runs)] = vec
-        runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k})
+        runs.append({"scenario": scenario, "path": ph, "ok": reported, "tools": path.tools, "task": task.name, "k": k,
+                     "hash": sc.request_hash(text)})
+        if settings.split_p is not None:
+            _split(g, runs, vecs, scenario, settings, app, splits)
         rows.append((task.name, seen[task.name], ok, len(path.tools), path.p, task.paths[task.best].p))
         if drift is task and seen[task.name] > drift_at:
             trace.append(tuple(recommended) == task.paths[task.best].tools if recommended else False)
@@ -115,6 +122,10 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
     for r in runs:
         groups[r["scenario"]].append(r["task"])
         homes[r["task"]].add(r["scenario"])
+    if settings.split_p is not None:
+        out.update(splits=len(splits), splits_pure=sum(1 for x in splits if x["pure_before"]),
+                   splits_clean=sum(1 for x in splits if x["moved_one_task"] and not x["moved_host"]),
+                   split_log=splits)
     out.update(scenarios_found=len(groups), tasks_split=sum(1 for h in homes.values() if len(h) > 1),
                grouping_purity=sum(Counter(v).most_common(1)[0][1] for v in groups.values()) / len(runs))
     if trace:
@@ -122,6 +133,36 @@ def replay(embed, condition: str, seed: int, settings: ProceduralSettings, sessi
                    drift_trace="".join("1" if x else "0" for x in trace), drift_wordings="".join(map(str, wordings)),
                    drift_scenarios=len(homes[drift.name]))
     return out
+
+
+def _split(g: sc.Grouping, runs: list[dict], vecs, scenario: str, settings: ProceduralSettings, app: str,
+           log: list) -> None:
+    """``ProcedureStore._split`` on the runs in memory: the scenario's newest ``split_window`` runs (oldest
+    first), :func:`~adk_oceanbase.procedural.splitting.split_of`, then ``Grouping.split_to`` / ``move``."""
+    members = [i for i in range(len(runs)) if runs[i]["scenario"] == scenario][-settings.split_window:]
+    if g.known[scenario].label or len(members) < 2 * settings.split_min_runs:
+        return
+    found = splitting.split_of(vecs[members], [runs[i]["path"] for i in members], [runs[i]["ok"] for i in members],
+                               link=settings.split_link, p=settings.split_p, min_count=settings.split_min_runs,
+                               overlap=settings.merge_overlap)
+    if found is None:
+        return
+    moved = [members[i] for i in found.rows]
+    total = vecs[moved].sum(axis=0)
+    table: dict[str, list[int]] = {}
+    for i in moved:
+        table.setdefault(runs[i]["path"], [0, 0])[0 if runs[i]["ok"] else 1] += 1
+    before = Counter(runs[i]["task"] for i in range(len(runs)) if runs[i]["scenario"] == scenario)
+    moved_tasks = Counter(runs[i]["task"] for i in moved)
+    dst = g.split_to(scenario, total, table, found.path, sc.split_id(app, "", runs[moved[0]]["hash"]))
+    new = dst not in g.known
+    for i in moved:
+        runs[i]["scenario"] = dst
+    g.move(scenario, dst, total, len(moved), table, {r["path"] for r in runs if r["scenario"] == scenario})
+    host = before.most_common(1)[0][0]
+    log.append({"at": len(runs), "covered": found.covered, "moved": len(moved), "of": sum(before.values()), "new": new,
+                "pure_before": len(before) == 1, "moved_one_task": len(moved_tasks) == 1,
+                "moved_host": host in moved_tasks, "tasks_before": dict(before), "moved_tasks": dict(moved_tasks)})
 
 
 def _targets(vec, g: sc.Grouping, runs: list[dict], vecs, settings: ProceduralSettings, pool: float) -> list:
@@ -178,6 +219,9 @@ def main() -> None:
     parser.add_argument("--cost", default=str(COST), help="the agent's cost exponent alpha (choose), comma-separated")
     parser.add_argument("--decline", default="default",
                         help="ProceduralSettings.decline_p values ('none': off; 'default': the setting's default), comma-separated")
+    parser.add_argument("--split-p", default="default",
+                        help="ProceduralSettings.split_p values ('none': runs stay where filed; 'default': the setting's "
+                             "default), comma-separated")
     parser.add_argument("--sessions", type=int, default=None, help="default: 50 per task (1,000; tune split 600)")
     parser.add_argument("--out", default=None)
     args = parser.parse_args()
@@ -199,15 +243,18 @@ def main() -> None:
     results = []
     grid = itertools.product(args.runs.split(","), args.agreement.split(","), args.recall.split(","),
                              [float(c) for c in args.cost.split(",")], args.path_join.split(","), args.decline.split(","),
-                             seeds)
-    for condition, a, mode, cost, pj, decline, seed in grid:
+                             args.split_p.split(","), seeds)
+    for condition, a, mode, cost, pj, decline, sp, seed in grid:
         extra = {} if decline == "default" else {"decline_p": None if decline == "none" else float(decline)}
+        if sp != "default":
+            extra["split_p"] = None if sp == "none" else float(sp)
         settings = ProceduralSettings(merge_agreement=None if a == "none" else float(a),
                                       recall_neighbours=None if mode == "scenarios" else int(mode.split(":")[1]),
                                       path_similarity=None if pj == "none" else float(pj), **extra)
         r = replay(embed, condition, seed, settings, wordings=wordings,
                    sessions=args.sessions or 50 * len(wordings or WORDINGS), cost=cost)
-        r.update(recall=mode, cost=cost, path_similarity=settings.path_similarity, decline_p=settings.decline_p)
+        r.update(recall=mode, cost=cost, path_similarity=settings.path_similarity, decline_p=settings.decline_p,
+                 split_p=settings.split_p)
         results.append(r)
         print(json.dumps(r), flush=True)
     if args.out:

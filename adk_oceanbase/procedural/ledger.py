@@ -22,8 +22,8 @@ from ..schema import procedure_runs, procedure_scenarios
 from . import queries as q
 from .stats import decode_vector, encode_vector
 
-__all__ = ["Contribution", "add", "contribution", "lock_scope", "merge_scenarios", "move_scenario", "remove_runs", "scope_paths",
-           "subtract"]
+__all__ = ["Contribution", "add", "contribution", "lock_scope", "merge_scenarios", "move_runs", "move_scenario", "remove_runs",
+           "scope_paths", "subtract"]
 
 
 class Contribution(tuple):
@@ -98,6 +98,49 @@ async def merge_scenarios(conn: AsyncConnection, app: str, scope: str, src: str,
         await move_scenario(conn, app, scope, dst, vec, int(gone["members"]), now, model=gone["embedding_model"])
     t = procedure_scenarios
     await conn.execute(t.delete().where(t.c.app_name == app, t.c.user_id == scope, t.c.scenario_id == src))
+
+
+async def move_runs(
+    conn: AsyncConnection, app: str, scope: str, src: str, dst: str, runs: Iterable[Mapping[str, Any]], now: datetime,
+    *, model: str | None = None,
+) -> set[str]:
+    """Moves some counted runs of scenario ``src`` (locked rows) to ``dst``: their counts per path, their vectors,
+    their rows (and with the rows their iterations, failure reasons and outcomes, which recall reads from
+    them).  A path tainted in ``src`` is tainted in ``dst`` too.  Returns the paths ``src`` still counts.
+
+    Runs under the scope's header lock (:func:`lock_scope`), like :func:`merge_scenarios`.
+    """
+    tainted = {r["path_hash"] for r in (await conn.execute(q.lock_stats_of(app, scope, src))).mappings().all() if r["tainted"]}
+    per_path: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(q.COUNTS, 0))
+    newest: dict[str, Mapping[str, Any]] = {}
+    total, members, keys = None, 0, []
+    for run in runs:
+        c = contribution(run)
+        if c is None or c[1] != src:
+            continue
+        keys.append((run["user_id"], run["session_id"], run["invocation_id"]))
+        for name, value in c[4].items():
+            per_path[c[2]][name] += value
+        if c[2] not in newest or run["created_at"] > newest[c[2]]["created_at"]:
+            newest[c[2]] = run
+        vec = decode_vector(run.get("request_vector"))
+        if vec is not None:
+            total = vec if total is None else total + vec
+            members += 1
+    for path, deltas in sorted(per_path.items()):
+        run = newest[path]
+        await conn.execute(q.subtract_stats(app, scope, src, path, deltas, now))
+        await conn.execute(q.add_stats(app, scope, dst, path, run.get("tool_path") or "[]", deltas, run["created_at"], now))
+        if path in tainted:
+            await conn.execute(q.taint_stats(app, scope, dst, path, now))
+    if per_path:
+        await conn.execute(q.delete_empty_stats(app, scope, [(src, path) for path in sorted(per_path)]))
+    if keys:
+        await conn.execute(q.move_runs_by_key(app, sorted(keys), dst))
+    if total is not None:
+        await move_scenario(conn, app, scope, src, total, -members, now)
+        await move_scenario(conn, app, scope, dst, total, members, now, model=model)
+    return {r["path_hash"] for r in (await conn.execute(q.lock_stats_of(app, scope, src))).mappings().all()}
 
 
 async def move_scenario(

@@ -23,6 +23,8 @@ __all__ = [
     "lock_headers",
     "lock_stats_of",
     "move_runs",
+    "move_runs_by_key",
+    "scenario_runs",
     "scope_paths",
     "taint_stats",
     "touch_header",
@@ -152,6 +154,26 @@ def move_runs(app: str, user: str, src: str, dst: str) -> Update:
     return update(runs).where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id == src).values(
         scenario_id=dst
     )
+
+
+def scenario_runs(app: str, user: str, scenario: str, limit: int) -> Select:
+    """A scenario's newest counted runs, newest first, locked: what the split check reads (the run's key
+    breaks ties, so two extractors see them in one order)."""
+    return (
+        select(runs)
+        .where(runs.c.app_name == app, runs.c.scope_user == user, runs.c.scenario_id == scenario, runs.c.counted == 1)
+        .order_by(runs.c.created_at.desc(), runs.c.stored_at.desc(), runs.c.user_id.desc(), runs.c.session_id.desc(),
+                  runs.c.invocation_id.desc())
+        .limit(limit)
+        .with_for_update()
+    )
+
+
+def move_runs_by_key(app: str, keys: Sequence[tuple[str, str, str]], dst: str) -> Update:
+    """A split: these runs ``(user_id, session_id, invocation_id)`` of ``app`` now count in ``dst``."""
+    return update(runs).where(
+        runs.c.app_name == app, tuple_(runs.c.user_id, runs.c.session_id, runs.c.invocation_id).in_(list(keys))
+    ).values(scenario_id=dst)
 
 
 def lock_stats_of(app: str, user: str, scenario: str) -> Select:

@@ -20,6 +20,9 @@ What a run did also decides its join (``ProceduralSettings.path_similarity``):
 a run whose nearest centroid never ran its tool path joins the nearest
 scenario within that lower bar that did (:meth:`Grouping.assign`), so a
 wording that reads like another task is filed with the task it runs like.
+And what the runs did undoes a wrong join (``ProceduralSettings.split_p``): a group of
+wording clusters that runs paths the rest of its scenario never ran is moved out
+(:mod:`.splitting` finds it, :meth:`Grouping.split_to` picks where it goes).
 An explicit label (``{"scenario": "refund"}`` in the outcome signal, or
 ``record_outcome(..., scenario=)``) names the scenario outright.
 The request text itself is never stored: only its hash and its vector.
@@ -34,10 +37,11 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from .splitting import disagree
 from .stats import decode_vector
 
 __all__ = ["HEADER_ID", "Centroid", "Grouping", "centroids", "label_id", "near", "nearest", "nearest_runs", "new_id", "request_hash",
-           "vote"]
+           "split_id", "vote"]
 
 HEADER_ID = ""
 """The scenario id of a scope's header row: the lock every procedural write of the scope takes first."""
@@ -64,6 +68,12 @@ def label_id(label: str) -> str:
 def new_id(app: str, scope: str, req_hash: str) -> str:
     """A new scenario's id, derived from its first request: two extractors of one session pick the same."""
     return "s-" + hashlib.sha256(f"{app}\x00{scope}\x00{req_hash}".encode("utf-8")).hexdigest()[:40]
+
+
+def split_id(app: str, scope: str, req_hash: str) -> str:
+    """The scenario a split starts, named by the oldest moved run's request: two extractors pick the same,
+    and it never collides with the scenario that request itself started (:func:`new_id`)."""
+    return new_id(app, scope, "split\x00" + req_hash)
 
 
 def centroids(rows: Iterable[Any], model: str) -> list[Centroid]:
@@ -125,6 +135,7 @@ class Grouping:
         self, known: Sequence[Centroid], *, join: float, merge: float | None, overlap: float = 0.5,
         paths: Mapping[str, Iterable[str]] | None = None, agreement: float | None = None,
         outcomes: Mapping[str, Mapping[str, tuple[int, int]]] | None = None, path_join: float | None = None,
+        split_p: float | None = None, split_min: int = 5,
     ):
         self.known = {c.scenario_id: c for c in known}
         self.paths = {k: set(v) for k, v in (paths or {}).items()}
@@ -134,6 +145,7 @@ class Grouping:
             self.paths.setdefault(k, set()).update(v)
         self.join, self.merge, self.overlap, self.agreement = join, merge, overlap, agreement
         self.path_join = path_join
+        self.split_p, self.split_min = split_p, split_min
 
     def assign(
         self, vec: np.ndarray, new: str, path: str | None = None, outcome: bool | None = None
@@ -195,6 +207,9 @@ class Grouping:
         most ``agreement`` (a path two tasks share but that works for only one of them is no evidence
         that they are one task: the wrong merges of benchmarks/procedural.py, README)."""
         mine, theirs = self.paths.get(a, set()), self.paths.get(b, set())
+        if self.split_p is not None and disagree(self.outcomes.get(a, {}), self.outcomes.get(b, {}), p=self.split_p,
+                                                 min_count=self.split_min):
+            return 0.0  # a path that works for one and not the other: two tasks (and what a split took apart stays apart)
         if self.agreement is None:
             return _jaccard(mine, theirs)
         if not mine or not theirs:
@@ -221,6 +236,46 @@ class Grouping:
         keep = min((me, them), key=lambda c: (-c.members, c.scenario_id))
         gone = them if keep is me else me
         return gone.scenario_id, keep.scenario_id
+
+    def split_to(self, scenario: str, total: np.ndarray, table: Mapping[str, Sequence[int]], path: str, new: str) -> str:
+        """Where runs split out of ``scenario`` go: the nearest other scenario (cosine of centroids at least
+        ``merge``, else ``join``) that ran ``path`` with ``split_min`` known outcomes or more and whose outcomes do not
+        disagree with the moved runs' ``table`` (``{path: (successes, failures)}``); else ``new``.  ``total`` is
+        the moved runs' vector sum.  Pure: the same picture gives every extractor the same answer."""
+        norm = float(np.linalg.norm(total))
+        if norm <= 0:
+            return new
+        direction, bar = total / norm, self.join if self.merge is None else self.merge
+        best, score = new, -1.0
+        for c in sorted(self.known.values(), key=lambda c: c.scenario_id):
+            if c.scenario_id == scenario or c.label or c.direction is None or c.direction.shape != direction.shape:
+                continue
+            have = self.outcomes.get(c.scenario_id, {})
+            cos = float(np.dot(c.direction, direction))
+            if (cos >= bar and cos > score and sum(have.get(path, (0, 0))) >= self.split_min
+                    and not disagree(table, have, p=self.split_p or 0.0, min_count=self.split_min)):
+                best, score = c.scenario_id, cos
+        return best
+
+    def move(self, src: str, dst: str, total: np.ndarray, members: int, table: Mapping[str, Sequence[int]],
+             left: Iterable[str]) -> None:
+        """Moves ``members`` runs (vector sum ``total``, outcomes ``table``) from ``src`` to ``dst``; ``left``: the
+        paths ``src`` still has runs on (what its statistics keep)."""
+        a, b = self.known[src], self.known.get(dst)
+        self.known[src] = _centroid(src, a.label, None if a.total is None else a.total - total, a.members - members)
+        self.known[dst] = _centroid(dst, b.label if b else None, total if b is None or b.total is None else b.total + total,
+                                    members + (b.members if b else 0))
+        mine, into = self.outcomes.setdefault(src, {}), self.outcomes.setdefault(dst, {})
+        for path, (s, f) in table.items():
+            have = mine.setdefault(path, [0, 0])
+            have[0] -= s
+            have[1] -= f
+            add = into.setdefault(path, [0, 0])
+            add[0] += s
+            add[1] += f
+        self.paths[src] = set(left)
+        self.outcomes[src] = {k: v for k, v in mine.items() if k in self.paths[src]}
+        self.paths.setdefault(dst, set()).update(table)
 
     def _fold(self, src: str, dst: str) -> None:
         a, b = self.known.pop(src), self.known[dst]

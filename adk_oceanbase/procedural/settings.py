@@ -116,6 +116,36 @@ class ProceduralSettings:
     against 4 on seeds 113-124), clean and noise runs within 0.1 point of the rule off; 0.002 never fired
     outside the drift and followed on 4 of 12.  ``None``: every outcome in the window counts (the rule before)."""
 
+    split_p: float | None = 0.01
+    """Undoes wrong joins: after a run is filed, its scenario's newest ``split_window`` runs are grouped into
+    wording clusters (cosine ``split_link``), and a group of clusters that runs paths the rest of the scenario
+    never ran (fewer than ``merge_overlap`` of its runs on paths the rest ran with outcomes that do not differ
+    at Fisher p below this) is moved out, with its statistics and vectors, to the near scenario it agrees
+    with or a new one (:mod:`~adk_oceanbase.procedural.splitting`).  Two scenarios whose outcomes on a shared
+    path differ at p below this are never merged, so a split stays split.  Why: a wording nearer another
+    task's centroid than its own is joined there while both are young, and neither the join by path nor the
+    merges could undo it (seed 11's two order-number tasks in one scenario).  0.01 was chosen on the tune
+    split only (``benchmarks/procedural_replay.py --split tune --split-p``, seeds 101-112, paired with the
+    rule off; benchmarks/README.md, session 20, procsplit): purity 0.961 -> 0.988 on the clean run (higher
+    on 7 seeds, lower on none), 0.946 -> 0.992 with noise, no scenario of one task split (0 of 37 splits);
+    clean gap -0.7 point, expected gap -0.3; noise gap +0.0; drift followed within 20 sessions on 6 of 12
+    against 5 (drift expected gap +0.7, se 0.8); on fresh tune seeds 125-136 the clean expected gap -1.9
+    points (se 0.8, 1 seed of 12 worse).
+    ``None``: runs stay where they were filed (the rule before)."""
+
+    split_link: float = 0.8
+    """Cosine that links two runs' requests into one wording cluster (single link).  MiniLM, the benchmark's
+    tune tasks: one wording with another order number at median 0.88; two tasks at most 0.69."""
+
+    split_min_runs: int = 5
+    """Runs a wording cluster needs to take part in a split, and known outcomes each side needs on a path
+    before a difference there counts (a handful of runs cannot tell a task apart from luck)."""
+
+    split_window: int = 200
+    """How many of the scenario's newest runs the split check reads (vectors: 2 kB each, under the scope's
+    lock, once per filed run).  The benchmark's scenarios hold 50-100 runs; older runs of a split-off
+    wording stay where they are (they age out of the recent-outcome window recall ranks on)."""
+
     min_samples: int = 3
     """Known outcomes a path needs before it is served as advice (seed 000 A.1.7: no single-sample memories)."""
 
@@ -156,5 +186,13 @@ class ProceduralSettings:
             raise ConfigurationError(f"ProceduralSettings.half_life must be positive or None, got {self.half_life!r}")
         if self.decline_p is not None and (isinstance(self.decline_p, bool) or not 0.0 < self.decline_p < 1.0):
             raise ConfigurationError(f"ProceduralSettings.decline_p must be in (0, 1) or None, got {self.decline_p!r}")
+        if self.split_p is not None and (isinstance(self.split_p, bool) or not 0.0 < self.split_p < 1.0):
+            raise ConfigurationError(f"ProceduralSettings.split_p must be in (0, 1) or None, got {self.split_p!r}")
+        if isinstance(self.split_link, bool) or not 0.0 < self.split_link <= 1.0:
+            raise ConfigurationError(f"ProceduralSettings.split_link must be in (0, 1], got {self.split_link!r}")
+        for name in ("split_min_runs", "split_window"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 2:
+                raise ConfigurationError(f"ProceduralSettings.{name} must be an integer of at least 2, got {value!r}")
         if not 0.0 <= self.min_confidence <= 1.0 or not self.z > 0:
             raise ConfigurationError("ProceduralSettings.min_confidence must be in [0, 1] and z positive")

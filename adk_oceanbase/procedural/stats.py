@@ -8,7 +8,7 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["decline_point", "decode_vector", "encode_vector", "median_of_counts", "wilson_lower_bound"]
+__all__ = ["decline_point", "decode_vector", "encode_vector", "fisher_differ_p", "median_of_counts", "wilson_lower_bound"]
 
 
 def wilson_lower_bound(successes: float, n: float, z: float = 1.96) -> float:
@@ -97,3 +97,23 @@ def decode_vector(text: str | None) -> np.ndarray | None:
     if not text:
         return None
     return np.frombuffer(base64.b64decode(text), dtype="<f4").astype(np.float32)
+
+
+def fisher_differ_p(successes_a: int, n_a: int, successes_b: int, n_b: int) -> float:
+    """How surprising two groups' success counts are if both had one rate: the smaller one-sided p-value of
+    Fisher's exact test (group ``a`` did worse, or better, than the pooled rate).  ``1.0`` when a group is empty
+    or every outcome is alike.
+
+    Example:
+        >>> round(fisher_differ_p(1, 10, 9, 10), 4), fisher_differ_p(3, 3, 0, 0)
+        (0.0005, 1.0)
+    """
+    n, k = n_a + n_b, successes_a + successes_b
+    if n_a <= 0 or n_b <= 0 or k in (0, n):
+        return 1.0
+    lo, hi = max(0, n_a - (n - k)), min(n_a, k)
+    weights = {x: math.comb(k, x) * math.comb(n - k, n_a - x) for x in range(lo, hi + 1)}
+    total = math.comb(n, n_a)
+    less = sum(w for x, w in weights.items() if x <= successes_a)
+    more = sum(w for x, w in weights.items() if x >= successes_a)
+    return min(less, more) / total

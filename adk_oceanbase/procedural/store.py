@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 from .. import gateway
 from .._lifecycle import DatabaseService, adk_uri
-from ..audit import AuditSettings, Auditor, audited, by_ids, by_session, current_entry
+from ..audit import AuditEntry, AuditSettings, Auditor, audited, by_ids, by_session, current_entry
 from ..config import Config
 from ..engine import Database
 from ..errors import DuplicateKeyError, MemoryWriteRaceError, ValidationError, is_rerunnable
@@ -32,6 +32,7 @@ from ..validation import check_id
 from . import ledger
 from . import queries as q
 from . import scenarios as sc
+from . import splitting
 from .extraction import EXTRACTOR, Invocation, extract_invocations, path_hash
 from .recall import Recall, build_recall
 from .settings import ProceduralSettings
@@ -153,7 +154,8 @@ class ProcedureStore(DatabaseService):
                     await self._centroids(conn, app, scope, lock=True), join=self.settings.similarity,
                     merge=self.settings.merge_similarity, overlap=self.settings.merge_overlap,
                     agreement=self.settings.merge_agreement, outcomes=await ledger.scope_paths(conn, app, scope),
-                    path_join=self.settings.path_similarity,
+                    path_join=self.settings.path_similarity, split_p=self.settings.split_p,
+                    split_min=self.settings.split_min_runs,
                 )
                 changed = 0
                 for inv, reason, label in work:
@@ -164,8 +166,12 @@ class ProcedureStore(DatabaseService):
                     merges = values.pop("_merges")
                     applied = await self._apply(conn, key, old, values, now, from_events=True)
                     changed += applied
+                    filed = values["scenario_id"]
                     for src, dst in merges if applied else ():  # a run left as it was joined nothing new
                         await ledger.merge_scenarios(conn, app, scope, src, dst, now)
+                        filed = dst
+                    if applied and self.settings.split_p is not None:
+                        await self._split(conn, app, scope, filed, grouping, now, (user, sid))
                 if (entry := current_entry()) is not None:
                     entry.row_count = changed
                     await conn.execute(entry.insert())
@@ -174,6 +180,50 @@ class ProcedureStore(DatabaseService):
         changed = await gateway.retrying(once, when=_retry_when, attempts=3, what="procedure extraction")
         report["changed"], report["skipped"] = max(changed, 0), len(invs) if changed < 0 else 0
         return report
+
+    async def _split(
+        self, conn: AsyncConnection, app: str, scope: str, scenario: str, grouping: sc.Grouping, now: datetime,
+        who: tuple[str, str],
+    ) -> None:
+        """Moves the wording clusters of ``scenario`` that run other paths than the rest out of it (``split_p``).
+
+        Reads the scenario's newest ``split_window`` runs (locked, under the
+        scope's lock: every extractor decides on the same rows), asks
+        :func:`.splitting.split_of`, and moves what it names to the scenario
+        :meth:`.scenarios.Grouping.split_to` picks (:func:`.ledger.move_runs`);
+        the move is logged and, with auditing on, written to the audit log as
+        ``procedure_split`` with the number of runs moved.
+        """
+        have = grouping.known.get(scenario)
+        if have is None or have.label or have.direction is None:
+            return  # a labelled scenario was named outright: never split (nor one without request vectors)
+        s = self.settings
+        rows = (await conn.execute(q.scenario_runs(app, scope, scenario, s.split_window))).mappings().all()
+        decoded = [(r, decode_vector(r["request_vector"])) for r in reversed(rows)]  # oldest first
+        decoded = [(r, v) for r, v in decoded if v is not None and v.shape == have.direction.shape]
+        if len(decoded) < 2 * s.split_min_runs:
+            return
+        rows = [r for r, _ in decoded]
+        vectors = np.stack([v for _, v in decoded])
+        outcomes = [None if r["outcome"] not in ("success", "failure") else r["outcome"] == "success" for r in rows]
+        found = splitting.split_of(vectors, [r["path_hash"] for r in rows], outcomes, link=s.split_link, p=s.split_p,
+                                   min_count=s.split_min_runs, overlap=s.merge_overlap)
+        if found is None:
+            return
+        moved = [rows[i] for i in found.rows]
+        table: dict[str, list[int]] = {}
+        for r in moved:
+            c = table.setdefault(r["path_hash"], [0, 0])
+            if r["outcome"] in ("success", "failure"):
+                c[0 if r["outcome"] == "success" else 1] += 1
+        total = vectors[list(found.rows)].sum(axis=0)
+        dst = grouping.split_to(scenario, total, table, found.path, sc.split_id(app, scope, moved[0]["request_hash"] or ""))
+        left = await ledger.move_runs(conn, app, scope, scenario, dst, moved, now, model=self._embedder.model_name)
+        grouping.move(scenario, dst, total, len(moved), table, left)
+        logger.info("procedure split: %d of %d runs of scenario %s moved to %s (%.0f%% on paths the rest ran)",
+                    len(moved), len(rows), scenario, dst, 100 * found.covered)
+        if current_entry() is not None:
+            await conn.execute(AuditEntry("procedure_split", app, user_id=who[0], session_id=who[1], row_count=len(moved)).insert())
 
     async def _centroids(self, conn: AsyncConnection, app: str, scope: str, *, lock: bool = False) -> list[sc.Centroid]:
         rows = (await conn.execute(q.scenarios_of(app, scope, lock=lock))).all()
