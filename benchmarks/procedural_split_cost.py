@@ -59,11 +59,24 @@ class WordingEmbedder:
 
 
 def _session(app: str, k: int):
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from procedural.helpers import run, session
+    """Run ``k`` as an ADK session: the request, one function call and response per tool, the outcome."""
+    from google.adk.events.event import Event
+    from google.adk.events.event_actions import EventActions
+    from google.adk.sessions.session import Session
+    from google.genai import types
 
-    return session(run("i", f"wording {k % WORDINGS} #{k}", PATHS[(k // WORDINGS) % len(PATHS)], k % 5 != 0), app=app,
-                   user=f"u{k % 7}")
+    inv, t = "i", 1_700_000_000.0 + k
+    events = [Event(invocation_id=inv, author="user", timestamp=t,
+                    content=types.Content(role="user", parts=[types.Part(text=f"wording {k % WORDINGS} #{k}")]))]
+    for n, tool in enumerate(PATHS[(k // WORDINGS) % len(PATHS)]):
+        cid = f"c{k}-{n}"
+        events.append(Event(invocation_id=inv, author="agent", timestamp=t + 0.001 * (2 * n + 1), content=types.Content(
+            role="model", parts=[types.Part(function_call=types.FunctionCall(id=cid, name=tool, args={}))])))
+        events.append(Event(invocation_id=inv, author="agent", timestamp=t + 0.001 * (2 * n + 2), content=types.Content(
+            role="user", parts=[types.Part(function_response=types.FunctionResponse(id=cid, name=tool, response={"ok": True}))])))
+    events.append(Event(invocation_id=inv, author="agent", actions=EventActions(state_delta={"procedure_outcome": k % 5 != 0}),
+                        content=types.Content(role="model", parts=[types.Part(text="done")])))
+    return Session(id=f"s{k}", app_name=app, user_id=f"u{k % 7}", events=events)
 
 
 async def main(args: argparse.Namespace) -> None:
