@@ -363,6 +363,23 @@ def write_json(path: str | os.PathLike[str], payload: dict[str, Any]) -> None:
     p.write_text(json.dumps(_clean(payload), indent=2, sort_keys=False) + "\n")
 
 
+def server_address(server: SeekdbServer | None, url: str | None) -> tuple[str, int]:
+    """Host and port of the server a benchmark talks to: the one :func:`seekdb_or_url` started, else the one
+    ``url`` names (``oceanbase://root@host:port/``; OceanBase's port 2881 when it names none)."""
+    if server is not None:
+        return server.host, server.port
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url or "")
+    return parts.hostname or "127.0.0.1", parts.port or 2881
+
+
+def paired_median(old: Sequence[float], new: Sequence[float]) -> float:
+    """The median of each sample's ``new / old``, the two measured back to back: an A/B ratio that load
+    drifting during the run moves far less than a ratio of two medians."""
+    return statistics.median(b / a for a, b in zip(old, new))
+
+
 @contextlib.contextmanager
 def seekdb_or_url(url: str | None, **kwargs: Any) -> Iterator[SeekdbServer | None]:
     """Yields a started :class:`SeekdbServer` when ``url`` is None (stopped on exit), else None."""

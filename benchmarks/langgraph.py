@@ -54,7 +54,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 from typing import Annotated, Any, Callable, TypedDict  # noqa: E402
 
-from _common import ensure_database, environment, print_environment, seekdb_or_url, summarize, write_json  # noqa: E402
+from _common import ensure_database, environment, print_environment, seekdb_or_url, server_address, summarize, write_json  # noqa: E402
 from langgraph.checkpoint.base import empty_checkpoint  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402
 
@@ -435,13 +435,7 @@ def main() -> None:
     env = environment(PACKAGES)
     print_environment(env)
     with seekdb_or_url(args.url) as server:
-        if server is not None:
-            host, port = "127.0.0.1", server.port
-        else:
-            from urllib.parse import urlsplit
-
-            parts = urlsplit(args.url)
-            host, port = parts.hostname or "127.0.0.1", parts.port or 2881
+        host, port = server_address(server, args.url)
         res: dict[str, Any] = {"env": env, "args": vars(args)}
         res["savers"] = asyncio.run(run_savers(host, port, args)) if args.only != "store" else {}
         wants_store = args.store_items and args.only != "savers"

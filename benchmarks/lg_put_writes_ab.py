@@ -31,7 +31,6 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 _HERE = Path(__file__).resolve().parent
 # benchmarks/langgraph.py would shadow the library (a namespace package): import it with this folder off the
@@ -41,7 +40,7 @@ sys.path.insert(0, str(_HERE.parent))  # this checkout's adk_oceanbase
 _TEST_UTILS = importlib.import_module("langgraph.checkpoint.conformance.test_utils")
 
 sys.path.append(str(_HERE))
-from _common import ensure_database, seekdb_or_url, write_json  # noqa: E402
+from _common import ensure_database, paired_median, seekdb_or_url, server_address, write_json  # noqa: E402
 
 SIZES = (1, 3, 10)
 
@@ -105,7 +104,7 @@ async def run(args: argparse.Namespace, host: str, port: int) -> dict[str, Any]:
         out[f"writes_{size}"] = p50
         line = ", ".join(f"{n} {v:.3f} ms" for n, v in p50.items())
         if "old" in p50:
-            paired = statistics.median(b / a for a, b in zip(lat["old"][size], lat["new"][size]))
+            paired = paired_median(lat["old"][size], lat["new"][size])
             out[f"writes_{size}_new_over_old_paired"] = paired
             line += f" | new / old per step, median {paired:.3f}"
         if "peer" in p50:
@@ -125,11 +124,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the p50s, paired ratios and load here")
     args = ap.parse_args()
     with seekdb_or_url(args.url) as server:
-        if server is not None:
-            host, port = server.host, server.port
-        else:
-            parts = urlsplit(args.url)
-            host, port = parts.hostname or "127.0.0.1", parts.port or 2881
+        host, port = server_address(server, args.url)
         out = asyncio.run(run(args, host, port))
     if args.json:
         write_json(args.json, {**out, "old": args.old})

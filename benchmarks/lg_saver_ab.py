@@ -27,7 +27,6 @@ import statistics
 import sys
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 _HERE = Path(__file__).resolve().parent
 
@@ -43,10 +42,9 @@ def _bench() -> Any:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     lb = _bench()
     lb.TEXT["mode"] = args.text
-    from _common import ensure_database
+    from _common import ensure_database, paired_median, server_address
 
-    parts = urlsplit(args.url)
-    host, port = parts.hostname or "127.0.0.1", parts.port or 2881
+    host, port = server_address(None, args.url)
     savers: dict[str, Any] = {}
     closers = []
     if args.old:
@@ -81,7 +79,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         if "peer" in p50:
             line += " | peer / " + ", ".join(f"{n} {p50['peer'] / p50[n]:.2f}x" for n in names if n != "peer")
         if "old" in p50:  # paired: each step's new / old (the two ran back to back), robust to load drifting
-            paired = statistics.median(b / a for a, b in zip(lat["old"][op], lat["new"][op]))
+            paired = paired_median(lat["old"][op], lat["new"][op])
             out[op + "_new_over_old_paired"] = paired
             line += f" | new / old per step, median {paired:.3f}"
         print(f"{op:9s} p50: {line}")
