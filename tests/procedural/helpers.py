@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import itertools
 import time
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
+import numpy as np
 from google.adk.events.event import Event
 from google.adk.events.event_actions import EventActions
 from google.adk.sessions.session import Session
@@ -75,3 +76,22 @@ def store(db, **settings: Any) -> ProcedureStore:
 async def rows(db, sql: str, **params: Any) -> list[Any]:
     async with db.engine.connect() as conn:
         return (await conn.execute(text(sql), params)).all()
+
+
+class FixedEmbedder:
+    """Each known text to a set vector (unit length): requests at the cosines a test chooses."""
+
+    def __init__(self, vectors: Mapping[str, Sequence[float]], model_name: str = "fixed-3"):
+        self.vectors, self.model_name = vectors, model_name
+        self.dim = len(next(iter(vectors.values())))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.array([self.vectors[t] for t in texts], dtype=np.float32)
+        return out / np.linalg.norm(out, axis=1, keepdims=True)
+
+
+def fixed_store(db, vectors: Mapping[str, Sequence[float]], model_name: str = "fixed-3", **settings: Any) -> ProcedureStore:
+    """A store whose embedder maps each known text to its vector in ``vectors``; ``audit=`` goes to the store."""
+    audit = settings.pop("audit", None)
+    return ProcedureStore(database=db, embedder=FixedEmbedder(vectors, model_name), settings=ProceduralSettings(**settings),
+                          audit=audit)

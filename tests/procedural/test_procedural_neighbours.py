@@ -7,8 +7,6 @@ are set by hand here so the geometry is exact.
 
 from __future__ import annotations
 
-from typing import Sequence
-
 import numpy as np
 import pytest
 
@@ -17,29 +15,15 @@ from adk_oceanbase.governance import delete_user_data
 from adk_oceanbase.procedural import ProceduralSettings, ProcedureStore
 from adk_oceanbase.procedural.scenarios import vote
 
-from .helpers import rows, run, session
+from .helpers import FixedEmbedder, fixed_store, rows, run, session
 
 REFUND, REFUND_ODD, INVOICE = "refund order", "I want a refund for order", "send me the invoice"
 # REFUND_ODD sits at 0.62 of REFUND (it joins the refund task while that is all there is) and at 0.72 of INVOICE
 VECTORS = {REFUND: [0.0, 1.0, 0.0], REFUND_ODD: [0.72, 0.62, 0.31], INVOICE: [1.0, 0.0, 0.0], "elsewhere": [0.0, 0.0, 1.0]}
 
 
-class FixedEmbedder:
-    """Each known text to a set vector (3 dimensions, unit length)."""
-
-    model_name, dim = "fixed-3", 3
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.array([VECTORS[t] for t in texts], dtype=np.float32)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
-class OtherModel(FixedEmbedder):
-    model_name = "other-3"
-
-
 def store(db, **settings) -> ProcedureStore:
-    return ProcedureStore(database=db, embedder=FixedEmbedder(), settings=ProceduralSettings(**settings))
+    return fixed_store(db, VECTORS, **settings)
 
 
 def every(hit) -> set[str]:
@@ -79,7 +63,7 @@ async def test_votes_read_the_stored_runs_erasure_and_the_centroid_fallback(pdb)
     # no run within the similarity floor: nothing to vote with, and no centroid near either
     assert (await ps.recall_procedures("shop", "elsewhere")).scenario_id is None
     # another embedding model's vectors never vote, even at the same dimension
-    other = ProcedureStore(database=pdb, embedder=OtherModel(), settings=ProceduralSettings(recall_neighbours=3))
+    other = ProcedureStore(database=pdb, embedder=FixedEmbedder(VECTORS, "other-3"), settings=ProceduralSettings(recall_neighbours=3))
     assert (await other.recall_procedures("shop", REFUND_ODD)).scenario_id is None
     await delete_user_data(pdb, "shop", "bob")
     assert every(await ps.recall_procedures("shop", REFUND_ODD, top_k=5)) == {"refund_tool"}

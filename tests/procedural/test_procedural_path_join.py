@@ -10,7 +10,6 @@ among the scenarios near enough.  Vectors are set by hand so the geometry is exa
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
 
 import numpy as np
 import pytest
@@ -19,7 +18,7 @@ from adk_oceanbase.errors import ConfigurationError
 from adk_oceanbase.procedural import ProceduralSettings, ProcedureStore
 from adk_oceanbase.procedural.scenarios import Grouping
 
-from .helpers import rows, run, session
+from .helpers import fixed_store, rows, run, session
 
 A, B = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
 ODD = np.array([0.5, 0.7, np.sqrt(0.26)])  # 0.5 from A (under the join bar 0.6), 0.7 from B (over it)
@@ -73,16 +72,8 @@ ASK_A, ASK_B, ASK_ODD = "look up my invoice", "where is my parcel", "the odd wor
 VECTORS = {ASK_A: A, ASK_B: B, ASK_ODD: ODD}
 
 
-class FixedEmbedder:
-    model_name, dim = "fixed-path-3", 3
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.array([VECTORS[t] for t in texts], dtype=np.float32)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
 def fixed(db, **settings) -> ProcedureStore:
-    return ProcedureStore(database=db, embedder=FixedEmbedder(), settings=ProceduralSettings(**settings))
+    return fixed_store(db, VECTORS, "fixed-path-3", **settings)
 
 
 async def scenario_of(db, sid: str) -> str:

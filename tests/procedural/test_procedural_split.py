@@ -11,7 +11,6 @@ Vectors are set by hand so the geometry is exact.
 from __future__ import annotations
 
 import asyncio
-from typing import Sequence
 
 import numpy as np
 import pytest
@@ -23,7 +22,7 @@ from adk_oceanbase.procedural import ProceduralSettings, ProcedureStore
 from adk_oceanbase.procedural.scenarios import Grouping
 from adk_oceanbase.procedural.splitting import clusters, disagree, split_of
 
-from .helpers import rows, run, session
+from .helpers import fixed_store, rows, run, session
 
 A = np.array([1.0, 0.0, 0.0])
 A2 = np.array([0.85, np.sqrt(1 - 0.85 ** 2), 0.0])  # another wording of A's task: 0.85 from A
@@ -102,17 +101,8 @@ ASK_A, ASK_X = "reorder what I got in order", "my order arrived with an item mis
 VECTORS = {ASK_A: A, ASK_X: X}
 
 
-class FixedEmbedder:
-    model_name, dim = "fixed-split-3", 3
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = np.array([VECTORS[t] for t in texts], dtype=np.float32)
-        return out / np.linalg.norm(out, axis=1, keepdims=True)
-
-
 def fixed(db, **settings) -> ProcedureStore:
-    audit = settings.pop("audit", None)
-    return ProcedureStore(database=db, embedder=FixedEmbedder(), settings=ProceduralSettings(**settings), audit=audit)
+    return fixed_store(db, VECTORS, "fixed-split-3", **settings)
 
 
 async def scenario_of(db, sid: str) -> str:
