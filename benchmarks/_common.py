@@ -8,6 +8,8 @@ package even imports.
 
 from __future__ import annotations
 
+import argparse
+import asyncio
 import contextlib
 import datetime as _dt
 import gc
@@ -378,6 +380,25 @@ def paired_median(old: Sequence[float], new: Sequence[float]) -> float:
     """The median of each sample's ``new / old``, the two measured back to back: an A/B ratio that load
     drifting during the run moves far less than a ratio of two medians."""
     return statistics.median(b / a for a, b in zip(old, new))
+
+
+def ab_parser(description: str) -> argparse.ArgumentParser:
+    """The options every old-tree A/B benchmark takes (``--url``, ``--old``, ``--json``); it adds its own."""
+    ap = argparse.ArgumentParser(description=description)
+    ap.add_argument("--url", help="a seekdb/OceanBase server: oceanbase://root@host:port/ (default: start one)")
+    ap.add_argument("--old", help="folder holding adk_oceanbase_old (an older tree's package, renamed)")
+    ap.add_argument("--json", help="write the p50s, paired ratios and load here")
+    return ap
+
+
+def run_ab(args: argparse.Namespace, run: Callable[[argparse.Namespace, str, int], Awaitable[dict[str, Any]]]) -> None:
+    """Runs ``run(args, host, port)`` on the server ``--url`` names, or one started for it, and writes
+    ``--json`` with the tree compared against."""
+    with seekdb_or_url(args.url) as server:
+        host, port = server_address(server, args.url)
+        out = asyncio.run(run(args, host, port))
+    if args.json:
+        write_json(args.json, {**out, "old": args.old})
 
 
 @contextlib.contextmanager

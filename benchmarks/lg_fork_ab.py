@@ -21,7 +21,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import operator
 import os
@@ -40,7 +39,7 @@ _GRAPH = importlib.import_module("langgraph.graph")
 _MESSAGES = importlib.import_module("langchain_core.messages")
 
 sys.path.append(str(_HERE))
-from _common import ensure_database, paired_median, seekdb_or_url, server_address, write_json  # noqa: E402
+from _common import ab_parser, ensure_database, paired_median, run_ab  # noqa: E402
 
 
 class State(TypedDict):
@@ -123,19 +122,11 @@ async def run(args: argparse.Namespace, host: str, port: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--url", help="a seekdb/OceanBase server: oceanbase://root@host:port/ (default: start one)")
-    ap.add_argument("--old", help="folder holding adk_oceanbase_old (an older tree's package, renamed)")
+    ap = ab_parser(__doc__.split("\n")[0])
     ap.add_argument("--turns", type=int, default=6)
     ap.add_argument("--reads", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=10)
-    ap.add_argument("--json", help="write the p50s, paired ratios and load here")
-    args = ap.parse_args()
-    with seekdb_or_url(args.url) as server:
-        host, port = server_address(server, args.url)
-        out = asyncio.run(run(args, host, port))
-    if args.json:
-        write_json(args.json, {**out, "old": args.old})
+    run_ab(ap.parse_args(), run)
 
 
 if __name__ == "__main__":

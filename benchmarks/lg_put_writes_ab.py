@@ -23,7 +23,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import os
 import statistics
@@ -40,7 +39,7 @@ sys.path.insert(0, str(_HERE.parent))  # this checkout's adk_oceanbase
 _TEST_UTILS = importlib.import_module("langgraph.checkpoint.conformance.test_utils")
 
 sys.path.append(str(_HERE))
-from _common import ensure_database, paired_median, seekdb_or_url, server_address, write_json  # noqa: E402
+from _common import ab_parser, ensure_database, paired_median, run_ab  # noqa: E402
 
 SIZES = (1, 3, 10)
 
@@ -115,19 +114,11 @@ async def run(args: argparse.Namespace, host: str, port: int) -> dict[str, Any]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--url", help="a seekdb/OceanBase server: oceanbase://root@host:port/ (default: start one)")
-    ap.add_argument("--old", help="folder holding adk_oceanbase_old (an older tree's package, renamed)")
+    ap = ab_parser(__doc__.split("\n")[0])
     ap.add_argument("--peer", action="store_true", help="also langgraph-checkpoint-oceanbase's AIOMySQLSaver")
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--warmup", type=int, default=20)
-    ap.add_argument("--json", help="write the p50s, paired ratios and load here")
-    args = ap.parse_args()
-    with seekdb_or_url(args.url) as server:
-        host, port = server_address(server, args.url)
-        out = asyncio.run(run(args, host, port))
-    if args.json:
-        write_json(args.json, {**out, "old": args.old})
+    run_ab(ap.parse_args(), run)
 
 
 if __name__ == "__main__":
