@@ -27,7 +27,7 @@ import numpy as np
 
 from .stats import fisher_differ_p
 
-__all__ = ["Split", "clusters", "disagree", "split_of"]
+__all__ = ["Split", "clusters", "disagree", "outcome_table", "split_of"]
 
 
 @dataclass(frozen=True)
@@ -82,7 +82,8 @@ def disagree(a: Mapping[str, Sequence[int]], b: Mapping[str, Sequence[int]], *, 
     return any(not _agree(a[q], b[q], p, min_count) for q in sorted(set(a) & set(b)))
 
 
-def _table(rows: Iterable[int], paths: Sequence[str], outcomes: Sequence[bool | None]) -> dict[str, list[int]]:
+def outcome_table(rows: Iterable[int], paths: Sequence[str], outcomes: Sequence[bool | None]) -> dict[str, list[int]]:
+    """``{path: [successes, failures]}`` of the given rows (a path run with unknown outcomes only: ``[0, 0]``)."""
     t: dict[str, list[int]] = {}
     for i in rows:
         c = t.setdefault(paths[i], [0, 0])
@@ -123,7 +124,7 @@ def split_of(
     big = sorted(k for k, rows in groups.items() if len(rows) >= min_count)
     if len(big) < 2:
         return None
-    tables = {k: _table(groups[k], paths, outcomes) for k in big}
+    tables = {k: outcome_table(groups[k], paths, outcomes) for k in big}
     comp = {k: k for k in big}
 
     def find(k: int) -> int:
@@ -158,8 +159,8 @@ def split_of(
         mine = [i for k in big if find(k) == r for i in groups[k]]
         if len(mine) < min_count:
             continue
-        rest = _table((i for k in big if find(k) != r for i in groups[k]), paths, outcomes)
-        t = _table(mine, paths, outcomes)
+        rest = outcome_table((i for k in big if find(k) != r for i in groups[k]), paths, outcomes)
+        t = outcome_table(mine, paths, outcomes)
         covered = sum(1 for i in mine if paths[i] in rest and _agree(t[paths[i]], rest[paths[i]], p, min_count))
         if covered < overlap * len(mine):
             return Split(tuple(sorted(parts[r])), covered / len(mine), max(t, key=lambda q: (sum(t[q]), q)))

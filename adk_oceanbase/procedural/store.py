@@ -205,17 +205,14 @@ class ProcedureStore(DatabaseService):
             return
         rows = [r for r, _ in decoded]
         vectors = np.stack([v for _, v in decoded])
+        paths = [r["path_hash"] for r in rows]
         outcomes = [None if r["outcome"] not in ("success", "failure") else r["outcome"] == "success" for r in rows]
-        found = splitting.split_of(vectors, [r["path_hash"] for r in rows], outcomes, link=s.split_link, p=s.split_p,
+        found = splitting.split_of(vectors, paths, outcomes, link=s.split_link, p=s.split_p,
                                    min_count=s.split_min_runs, overlap=s.merge_overlap)
         if found is None:
             return
         moved = [rows[i] for i in found.rows]
-        table: dict[str, list[int]] = {}
-        for r in moved:
-            c = table.setdefault(r["path_hash"], [0, 0])
-            if r["outcome"] in ("success", "failure"):
-                c[0 if r["outcome"] == "success" else 1] += 1
+        table = splitting.outcome_table(found.rows, paths, outcomes)
         total = vectors[list(found.rows)].sum(axis=0)
         dst = grouping.split_to(scenario, total, table, found.path, sc.split_id(app, scope, moved[0]["request_hash"] or ""))
         left = await ledger.move_runs(conn, app, scope, scenario, dst, moved, now, model=self._embedder.model_name)
